@@ -1,0 +1,36 @@
+# Makefile: the README's commands. `make test` is what CI runs.
+GO        ?= go
+GOBIN     ?= $(shell $(GO) env GOPATH)/bin
+PKGS      ?= ./...
+
+.PHONY: all build test test-short lint vet fmt staticcheck fuzz bench clean
+
+all: build
+
+build: ## Build both binaries into ./bin
+	$(GO) build -trimpath -o bin/ ./cmd/...
+
+test: vet ## Unit, integration and end-to-end tests with the race detector
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+test-short: ## Fast tests only (no subprocesses, no PostgreSQL)
+	$(GO) test -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: vet staticcheck ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+staticcheck:
+	@command -v staticcheck >/dev/null 2>&1 || test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	@PATH="$(GOBIN):$$PATH" staticcheck $(PKGS)
+
+fuzz: ## Run every fuzz target for a short while (FUZZTIME=30s)
+	@./scripts/fuzz.sh $${FUZZTIME:-20s}
+
+clean:
+	rm -rf bin data

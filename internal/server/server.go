@@ -1,0 +1,116 @@
+// Package server runs http.Servers with production timeouts and a graceful
+// shutdown, for the project's binaries.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Options configure Run. Zero values get the defaults in brackets.
+type Options struct {
+	ReadHeaderTimeout time.Duration // [5s]
+	ReadTimeout       time.Duration // [30s]
+	WriteTimeout      time.Duration // [60s]
+	IdleTimeout       time.Duration // [120s]
+	MaxHeaderBytes    int           // [32 KiB]
+	ShutdownTimeout   time.Duration // [25s] time given to in-flight requests on shutdown
+	TLSCertFile       string        // with TLSKeyFile, serve HTTPS
+	TLSKeyFile        string
+	Logger            *slog.Logger // [discard]
+}
+
+// New returns an http.Server for h with the timeouts of o applied.
+func New(h http.Handler, o Options) *http.Server {
+	o = o.withDefaults()
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    o.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+func (o Options) withDefaults() Options {
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 5 * time.Second
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 30 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 60 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 32 << 10
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 25 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Listener pairs a bound listener with the handler it serves.
+type Listener struct {
+	Name     string // for logs, e.g. "proxy" or "metrics"
+	Listener net.Listener
+	Handler  http.Handler
+	TLS      bool // serve with Options' certificate
+}
+
+// Run serves every listener until ctx is done, then shuts them all down
+// gracefully: in-flight requests get Options.ShutdownTimeout to finish.
+// It returns nil after a clean shutdown, or the first serve error.
+func Run(ctx context.Context, o Options, ls ...Listener) error {
+	o = o.withDefaults()
+	servers := make([]*http.Server, len(ls))
+	errc := make(chan error, len(ls))
+	for i, l := range ls {
+		srv := New(l.Handler, o)
+		servers[i] = srv
+		o.Logger.Info("listening", "server", l.Name, "addr", l.Listener.Addr().String(), "tls", l.TLS)
+		go func() {
+			var err error
+			if l.TLS {
+				err = srv.ServeTLS(l.Listener, o.TLSCertFile, o.TLSKeyFile)
+			} else {
+				err = srv.Serve(l.Listener)
+			}
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			if err != nil {
+				err = fmt.Errorf("serve %s: %w", l.Name, err)
+			}
+			errc <- err
+		}()
+	}
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errc:
+	}
+	o.Logger.Info("shutting down", "timeout", o.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
+	defer cancel()
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil && first == nil {
+			first = fmt.Errorf("shutdown: %w", err)
+		}
+	}
+	return first
+}
