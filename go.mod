@@ -1,14 +1,17 @@
 module github.com/idp-proxy/idp-proxy
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/MicahParks/jwkset v0.11.4 // indirect
+	github.com/MicahParks/jwkset v0.11.4
+	github.com/golang-jwt/jwt/v5 v5.3.1
+)
+
+require (
 	github.com/MicahParks/keyfunc/v3 v3.9.1 // indirect
 	github.com/coreos/go-oidc/v3 v3.21.0 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
-	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect

@@ -23,7 +23,9 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
-	go func() { runErr <- Run(ctx, Options{ShutdownTimeout: 5 * time.Second}, Listener{Name: "t", Listener: ln, Handler: h}) }()
+	go func() {
+		runErr <- Run(ctx, Options{ShutdownTimeout: 5 * time.Second}, Listener{Name: "t", Listener: ln, Handler: h})
+	}()
 
 	respc := make(chan string, 1)
 	go func() {

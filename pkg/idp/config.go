@@ -1,0 +1,280 @@
+package idp
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// TokenLocation says where the access token is read from.
+type TokenLocation string
+
+// Token locations. The zero value means TokenLocationHeader.
+const (
+	TokenLocationHeader TokenLocation = "HEADER" // Authorization: Bearer <token>
+	TokenLocationCookie TokenLocation = "COOKIE" // the cookie Config.CookieName
+)
+
+// Defaults of Config, as in the specification.
+const (
+	DefaultCookieName                = "access_token"
+	DefaultAuthPrefix                = "/auth"
+	DefaultJWKSCacheTTL              = time.Hour
+	DefaultHTTPTimeout               = 10 * time.Second
+	DefaultLeeway                    = 10 * time.Second
+	DefaultMaxTokenBytes             = 16 << 10
+	DefaultUnknownKIDRefreshInterval = 10 * time.Second
+	DefaultVerifiedCacheSize         = 10000
+)
+
+// supportedAlgorithms are the asymmetric JWS algorithms Config.Algorithms may
+// name. Symmetric (HS*) algorithms and "none" are never accepted: a
+// resource server holds no shared secret, and accepting HS* would let an
+// attacker sign with the public key.
+var supportedAlgorithms = map[string]bool{
+	"RS256": true, "RS384": true, "RS512": true,
+	"PS256": true, "PS384": true, "PS512": true,
+	"ES256": true, "ES384": true, "ES512": true,
+	"EdDSA": true,
+}
+
+// Config configures a Plugin. Fields follow the specification's IdpConfig
+// one for one; the zero value of every optional field selects the default
+// given in brackets.
+type Config struct {
+	// ServerURL is the provider's base URL without trailing slash, e.g.
+	// "https://sso.example.com". Required.
+	ServerURL string
+	// Realm is the realm name. Required. The issuer is
+	// ServerURL + "/realms/" + Realm.
+	Realm string
+	// ClientID is this application's OIDC client ID. Required.
+	ClientID string
+	// ClientSecret is the secret of a confidential client, used by the
+	// /auth routes and service tokens. [none]
+	ClientSecret string
+
+	// TokenLocation says where tokens are read. [TokenLocationHeader]
+	TokenLocation TokenLocation
+	// CookieName is the cookie read when TokenLocation is COOKIE. ["access_token"]
+	CookieName string
+
+	// IncludeRoutes makes Routes serve login, callback, logout and refresh
+	// under AuthPrefix. [false]
+	IncludeRoutes bool
+	// RedirectURI is the callback URL registered at the provider. Required
+	// when IncludeRoutes.
+	RedirectURI string
+	// AuthPrefix is the path prefix of the /auth routes. ["/auth"]
+	AuthPrefix string
+
+	// ExcludedPaths skip authentication in Middleware; compared with
+	// r.URL.Path by exact match. [none]
+	ExcludedPaths []string
+
+	// Audience is the expected aud claim. [ClientID]
+	Audience string
+	// OptionalAudiences are further accepted audiences, typically the
+	// client IDs of services calling with client_credentials tokens. [none]
+	OptionalAudiences []string
+
+	// JWKSCacheTTL is how long fetched keys are used before a refresh. [1h]
+	JWKSCacheTTL time.Duration
+	// Algorithms are the accepted signature algorithms. [RS256]
+	Algorithms []string
+	// HTTPTimeout bounds every call to the provider. [10s]
+	HTTPTimeout time.Duration
+
+	// Go additions, all optional.
+
+	// HTTPClient makes the calls to the provider. Its own Timeout is kept;
+	// HTTPTimeout applies on top through the request context.
+	// [a client with a dedicated transport]
+	HTTPClient *http.Client
+	// Logger receives the plugin's logs; tokens are never logged. [discard]
+	Logger *slog.Logger
+	// Leeway is the clock skew tolerated on exp, nbf and iat. Set a negative
+	// value for none. [10s]
+	Leeway time.Duration
+	// Now returns the current time for claim checks. [time.Now]
+	Now func() time.Time
+	// MaxTokenBytes rejects longer tokens before any parsing. [16 KiB]
+	MaxTokenBytes int
+	// UnknownKIDRefreshInterval is the least time between two key-set
+	// refetches caused by tokens with an unknown kid, process-wide. A flood
+	// of random kids therefore costs the provider one request per interval,
+	// and a genuine key rotation is picked up within one interval. [10s]
+	UnknownKIDRefreshInterval time.Duration
+	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
+	// SHA-256 of the token, never used past the token's exp, dropped when
+	// the key set changes). Negative disables it. [10000]
+	VerifiedCacheSize int
+
+	// SessionSecret seals the login-state and session cookies of the /auth
+	// routes (AES-GCM). At least 32 bytes; required when IncludeRoutes.
+	SessionSecret []byte
+	// Scopes requested by the login route; "openid" is always included.
+	// ["openid", "profile", "email"]
+	Scopes []string
+}
+
+// Issuer returns the realm's issuer URL, ServerURL + "/realms/" + Realm.
+func (c Config) Issuer() string {
+	return strings.TrimRight(c.ServerURL, "/") + "/realms/" + url.PathEscape(c.Realm)
+}
+
+// withDefaults returns c with every zero optional field set to its default.
+func (c Config) withDefaults() Config {
+	c.ServerURL = strings.TrimRight(c.ServerURL, "/")
+	if c.TokenLocation == "" {
+		c.TokenLocation = TokenLocationHeader
+	}
+	c.TokenLocation = TokenLocation(strings.ToUpper(string(c.TokenLocation)))
+	if c.CookieName == "" {
+		c.CookieName = DefaultCookieName
+	}
+	if c.AuthPrefix == "" {
+		c.AuthPrefix = DefaultAuthPrefix
+	}
+	c.AuthPrefix = "/" + strings.Trim(c.AuthPrefix, "/")
+	if c.Audience == "" {
+		c.Audience = c.ClientID
+	}
+	if c.JWKSCacheTTL == 0 {
+		c.JWKSCacheTTL = DefaultJWKSCacheTTL
+	}
+	if len(c.Algorithms) == 0 {
+		c.Algorithms = []string{"RS256"}
+	}
+	if c.HTTPTimeout == 0 {
+		c.HTTPTimeout = DefaultHTTPTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.Leeway == 0:
+		c.Leeway = DefaultLeeway
+	case c.Leeway < 0:
+		c.Leeway = 0
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxTokenBytes == 0 {
+		c.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if c.UnknownKIDRefreshInterval == 0 {
+		c.UnknownKIDRefreshInterval = DefaultUnknownKIDRefreshInterval
+	}
+	if c.VerifiedCacheSize == 0 {
+		c.VerifiedCacheSize = DefaultVerifiedCacheSize
+	}
+	if len(c.Scopes) == 0 {
+		c.Scopes = []string{"openid", "profile", "email"}
+	}
+	return c
+}
+
+// validate reports every problem of c (after withDefaults), one error each,
+// joined, each wrapping ErrConfig.
+func (c Config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
+	if c.ServerURL == "" {
+		bad("server_url is required")
+	} else if err := checkHTTPURL(c.ServerURL); err != nil {
+		bad("server_url: %v", err)
+	}
+	if c.Realm == "" {
+		bad("realm is required")
+	} else if strings.ContainsAny(c.Realm, "/?#") || strings.TrimSpace(c.Realm) != c.Realm {
+		bad("realm %q: must not contain '/', '?', '#' or surrounding spaces", c.Realm)
+	}
+	if c.ClientID == "" {
+		bad("client_id is required")
+	}
+	switch c.TokenLocation {
+	case TokenLocationHeader, TokenLocationCookie:
+	default:
+		bad("token_location %q: want HEADER or COOKIE", c.TokenLocation)
+	}
+	if c.TokenLocation == TokenLocationCookie && !validCookieName(c.CookieName) {
+		bad("cookie_name %q is not a valid cookie name", c.CookieName)
+	}
+	if c.IncludeRoutes {
+		if c.RedirectURI == "" {
+			bad("redirect_uri is required when include_routes is true")
+		} else if err := checkHTTPURL(c.RedirectURI); err != nil {
+			bad("redirect_uri: %v", err)
+		}
+		if len(c.SessionSecret) < 32 {
+			bad("a session secret of at least 32 bytes is required when include_routes is true")
+		}
+	}
+	for _, p := range c.ExcludedPaths {
+		if !strings.HasPrefix(p, "/") {
+			bad("excluded_paths: %q must start with '/'", p)
+		}
+	}
+	if c.JWKSCacheTTL < 0 {
+		bad("jwks_cache_ttl must be positive, got %s", c.JWKSCacheTTL)
+	}
+	if c.HTTPTimeout < 0 {
+		bad("http_timeout must be positive, got %s", c.HTTPTimeout)
+	}
+	if c.UnknownKIDRefreshInterval < 0 {
+		bad("unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
+	}
+	if c.MaxTokenBytes < 0 {
+		bad("max token bytes must be positive, got %d", c.MaxTokenBytes)
+	}
+	for _, a := range c.Algorithms {
+		switch {
+		case supportedAlgorithms[a]:
+		case strings.HasPrefix(strings.ToUpper(a), "HS"):
+			bad("algorithms: %q is symmetric; only asymmetric algorithms are accepted", a)
+		case strings.EqualFold(a, "none"):
+			bad("algorithms: %q is never accepted", a)
+		default:
+			bad("algorithms: %q is unknown (supported: RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)", a)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("malformed URL %q", s)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("%q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%q: host is missing", s)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%q: user info is not allowed", s)
+	}
+	return nil
+}
+
+func validCookieName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

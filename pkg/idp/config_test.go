@@ -1,0 +1,82 @@
+package idp_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	valid := idp.Config{ServerURL: "http://127.0.0.1:1", Realm: "demo", ClientID: "c"}
+	secret := []byte(strings.Repeat("s", 32))
+	tests := []struct {
+		name   string
+		mutate func(*idp.Config)
+		want   string
+	}{
+		{"missing server_url", func(c *idp.Config) { c.ServerURL = "" }, "server_url is required"},
+		{"missing realm", func(c *idp.Config) { c.Realm = "" }, "realm is required"},
+		{"missing client_id", func(c *idp.Config) { c.ClientID = "" }, "client_id is required"},
+		{"server_url not a URL", func(c *idp.Config) { c.ServerURL = "://x" }, "server_url"},
+		{"server_url wrong scheme", func(c *idp.Config) { c.ServerURL = "ftp://sso" }, "scheme must be http or https"},
+		{"server_url user info", func(c *idp.Config) { c.ServerURL = "https://u:p@sso" }, "user info"},
+		{"realm with slash", func(c *idp.Config) { c.Realm = "a/b" }, "realm"},
+		{"redirect_uri missing", func(c *idp.Config) { c.IncludeRoutes = true; c.SessionSecret = secret }, "redirect_uri is required"},
+		{"redirect_uri malformed", func(c *idp.Config) {
+			c.IncludeRoutes = true
+			c.SessionSecret = secret
+			c.RedirectURI = "/relative"
+		}, "redirect_uri"},
+		{"session secret short", func(c *idp.Config) {
+			c.IncludeRoutes = true
+			c.RedirectURI = "http://x/cb"
+			c.SessionSecret = []byte("short")
+		}, "session secret"},
+		{"token location unknown", func(c *idp.Config) { c.TokenLocation = "QUERY" }, "token_location"},
+		{"cookie name invalid", func(c *idp.Config) { c.TokenLocation = idp.TokenLocationCookie; c.CookieName = "a b" }, "cookie_name"},
+		{"negative ttl", func(c *idp.Config) { c.JWKSCacheTTL = -time.Second }, "jwks_cache_ttl"},
+		{"negative timeout", func(c *idp.Config) { c.HTTPTimeout = -time.Second }, "http_timeout"},
+		{"symmetric alg", func(c *idp.Config) { c.Algorithms = []string{"HS256"} }, "symmetric"},
+		{"none alg", func(c *idp.Config) { c.Algorithms = []string{"none"} }, "never accepted"},
+		{"unknown alg", func(c *idp.Config) { c.Algorithms = []string{"RS257"} }, "unknown"},
+		{"excluded path relative", func(c *idp.Config) { c.ExcludedPaths = []string{"health"} }, "excluded_paths"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := valid
+			tt.mutate(&cfg)
+			p, err := idp.New(context.Background(), cfg)
+			if err == nil {
+				p.Close()
+				t.Fatal("New accepted the config")
+			}
+			if !errors.Is(err, idp.ErrConfig) {
+				t.Errorf("error %v does not wrap ErrConfig", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	p, err := idp.New(context.Background(), idp.Config{ServerURL: "http://127.0.0.1:1/", Realm: "demo", ClientID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := p.Config()
+	if c.TokenLocation != idp.TokenLocationHeader || c.CookieName != "access_token" || c.AuthPrefix != "/auth" ||
+		c.Audience != "c" || c.JWKSCacheTTL != time.Hour || c.HTTPTimeout != 10*time.Second ||
+		len(c.Algorithms) != 1 || c.Algorithms[0] != "RS256" || c.Leeway != idp.DefaultLeeway {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+	if got, want := p.Issuer(), "http://127.0.0.1:1/realms/demo"; got != want {
+		t.Fatalf("Issuer = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,58 @@
+package idp
+
+import "errors"
+
+// Sentinel errors. Errors returned by this package wrap one of them; match
+// with errors.Is. They keep apart "no credentials" (ErrNoToken), "bad
+// credentials" (ErrInvalidToken, ErrInvalidRequest), "not allowed"
+// (ErrForbidden) and "technical failure" (ErrUnavailable).
+var (
+	// ErrNoToken: the request carries no access token.
+	ErrNoToken = errors.New("idp: no access token")
+	// ErrInvalidRequest: the request carries credentials in an ambiguous
+	// form, for example two Authorization headers (RFC 6750 invalid_request).
+	ErrInvalidRequest = errors.New("idp: invalid request")
+	// ErrInvalidToken: the token is malformed, badly signed, expired, not yet
+	// valid, for another issuer or audience, or not an access token.
+	ErrInvalidToken = errors.New("idp: invalid token")
+	// ErrForbidden: the token is valid but a guard refused it.
+	ErrForbidden = errors.New("idp: insufficient permissions")
+	// ErrUnavailable: the provider's keys are not available yet, so no
+	// token can be verified; retry later.
+	ErrUnavailable = errors.New("idp: keys not available")
+	// ErrConfig: New was given an invalid Config.
+	ErrConfig = errors.New("idp: invalid config")
+)
+
+// tokenError wraps ErrInvalidToken with a reason that is safe to show to
+// the client (it never contains the token or claim values).
+type tokenError struct {
+	reason string // short, client-safe
+	err    error  // underlying cause, for logs
+}
+
+func (e *tokenError) Error() string {
+	if e.err != nil {
+		return "idp: invalid token: " + e.reason + ": " + e.err.Error()
+	}
+	return "idp: invalid token: " + e.reason
+}
+
+func (e *tokenError) Unwrap() []error {
+	if e.err != nil {
+		return []error{ErrInvalidToken, e.err}
+	}
+	return []error{ErrInvalidToken}
+}
+
+func invalid(reason string, cause error) error { return &tokenError{reason: reason, err: cause} }
+
+// Reason returns the client-safe reason of an ErrInvalidToken error, or ""
+// when err carries none.
+func Reason(err error) string {
+	var te *tokenError
+	if errors.As(err, &te) {
+		return te.reason
+	}
+	return ""
+}

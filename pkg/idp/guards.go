@@ -1,0 +1,146 @@
+package idp
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// MatchStrategy says how a guard matches its list: MatchAll (the default,
+// the zero value) needs every item, MatchAny at least one.
+type MatchStrategy int
+
+// Match strategies.
+const (
+	MatchAll MatchStrategy = iota
+	MatchAny
+)
+
+func (s MatchStrategy) String() string {
+	if s == MatchAny {
+		return "any"
+	}
+	return "all"
+}
+
+// ParseMatchStrategy parses "all" or "any" (case-insensitive); "" is
+// MatchAll.
+func ParseMatchStrategy(s string) (MatchStrategy, error) {
+	switch strings.ToLower(s) {
+	case "", "all":
+		return MatchAll, nil
+	case "any":
+		return MatchAny, nil
+	}
+	return MatchAll, fmt.Errorf("idp: strategy %q: want all or any", s)
+}
+
+// A Guard decides whether an authenticated user may proceed.
+type Guard interface {
+	Allow(u *User) bool
+}
+
+// GuardFunc adapts a function to Guard.
+type GuardFunc func(u *User) bool
+
+// Allow calls f(u).
+func (f GuardFunc) Allow(u *User) bool { return f(u) }
+
+type listGuard struct {
+	kind     string // "roles", "client_roles", "scopes"
+	clientID string
+	strategy MatchStrategy
+	items    []string
+}
+
+// RequireRoles requires realm roles (realm_access.roles), matched exactly
+// with strategy s. It panics when no role is given: that is a programming
+// error, like an invalid ServeMux pattern.
+func RequireRoles(s MatchStrategy, roles ...string) Guard {
+	return newListGuard("roles", "", s, roles)
+}
+
+// RequireClientRoles requires roles of the client clientID
+// (resource_access.<clientID>.roles), matched exactly with strategy s.
+func RequireClientRoles(clientID string, s MatchStrategy, roles ...string) Guard {
+	if clientID == "" {
+		panic("idp: RequireClientRoles needs a client ID")
+	}
+	return newListGuard("client_roles", clientID, s, roles)
+}
+
+// RequireScopes requires scopes of the token's scope claim, matched exactly
+// with strategy s.
+func RequireScopes(s MatchStrategy, scopes ...string) Guard {
+	return newListGuard("scopes", "", s, scopes)
+}
+
+func newListGuard(kind, clientID string, s MatchStrategy, items []string) Guard {
+	if len(items) == 0 {
+		panic("idp: Require" + kind + " needs at least one item")
+	}
+	for _, it := range items {
+		if it == "" {
+			panic("idp: Require" + kind + ": empty item")
+		}
+	}
+	if s != MatchAll && s != MatchAny {
+		panic(fmt.Sprintf("idp: unknown MatchStrategy %d", int(s)))
+	}
+	return listGuard{kind: kind, clientID: clientID, strategy: s, items: append([]string(nil), items...)}
+}
+
+func (g listGuard) Allow(u *User) bool {
+	if u == nil {
+		return false
+	}
+	var have []string
+	switch g.kind {
+	case "roles":
+		have = u.RealmRoles
+	case "client_roles":
+		have = u.ClientRoles[g.clientID]
+	case "scopes":
+		have = u.Scopes
+	}
+	for _, want := range g.items {
+		ok := contains(have, want)
+		if ok && g.strategy == MatchAny {
+			return true
+		}
+		if !ok && g.strategy == MatchAll {
+			return false
+		}
+	}
+	return g.strategy == MatchAll
+}
+
+// String describes the guard, e.g. "roles(all: admin, editor)".
+func (g listGuard) String() string {
+	name := g.kind
+	if g.clientID != "" {
+		name += "[" + g.clientID + "]"
+	}
+	return name + "(" + g.strategy.String() + ": " + strings.Join(g.items, ", ") + ")"
+}
+
+// Require returns middleware that authenticates the request (unless an
+// enclosing Middleware already did) and lets it through only when every
+// guard allows the user; otherwise it answers 403 insufficient_scope.
+func (p *Plugin) Require(guards ...Guard) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r, id := p.ensure(w, r)
+			if id == nil {
+				return
+			}
+			for _, g := range guards {
+				if !g.Allow(id.user) {
+					p.WriteError(w, r, ErrForbidden)
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

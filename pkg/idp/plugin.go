@@ -1,0 +1,160 @@
+package idp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Plugin protects handlers with the provider's access tokens. Create it
+// with New; it is safe for concurrent use.
+type Plugin struct {
+	cfg         Config
+	issuer      string
+	realmQuoted string
+	parser      *jwt.Parser
+	keys        *keySet
+	cache       *tokenCache
+	audiences   map[string]struct{}
+	excluded    map[string]struct{}
+
+	stop     context.CancelFunc
+	stopped  chan struct{}
+	stopOnce sync.Once
+}
+
+// New validates cfg and returns a Plugin. Key discovery starts in the
+// background and New does not wait for it: while the provider cannot be
+// reached, protected requests get 503 with Retry-After and Ready reports
+// false; they recover without a restart when it comes back. Use WaitReady
+// to block until the keys are loaded.
+//
+// Background work (key refreshes) stops when ctx is done or Close is
+// called.
+func New(ctx context.Context, cfg Config) (*Plugin, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = defaultHTTPClient(cfg.HTTPTimeout)
+	}
+	issuer := cfg.Issuer()
+	p := &Plugin{
+		cfg:         cfg,
+		issuer:      issuer,
+		realmQuoted: quoteRealm(cfg.Realm),
+		parser:      newParser(cfg, issuer),
+		cache:       newTokenCache(cfg.VerifiedCacheSize),
+		audiences:   make(map[string]struct{}, 1+len(cfg.OptionalAudiences)),
+		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
+		stopped:     make(chan struct{}),
+	}
+	p.audiences[cfg.Audience] = struct{}{}
+	for _, a := range cfg.OptionalAudiences {
+		if a != "" {
+			p.audiences[a] = struct{}{}
+		}
+	}
+	for _, e := range cfg.ExcludedPaths {
+		p.excluded[e] = struct{}{}
+	}
+	p.keys = &keySet{
+		client:   cfg.HTTPClient,
+		issuer:   issuer,
+		timeout:  cfg.HTTPTimeout,
+		ttl:      cfg.JWKSCacheTTL,
+		interval: cfg.UnknownKIDRefreshInterval,
+		log:      cfg.Logger,
+	}
+	p.keys.onChange = func() {
+		if s := p.keys.current(); s != nil {
+			p.cache.reset(s.gen)
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = cancel
+	go func() {
+		defer close(p.stopped)
+		stopWith := context.AfterFunc(ctx, cancel)
+		defer stopWith()
+		p.keys.run(runCtx)
+	}()
+	return p, nil
+}
+
+// defaultHTTPClient is used for provider calls when Config.HTTPClient is
+// nil: its own transport (not http.DefaultTransport, which other code may
+// change), bounded dial and TLS handshake, no redirects to other hosts
+// beyond the standard 10.
+func defaultHTTPClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   timeout,
+			ResponseHeaderTimeout: timeout,
+			MaxIdleConns:          4,
+			IdleConnTimeout:       90 * time.Second,
+			ForceAttemptHTTP2:     true,
+		},
+	}
+}
+
+// Issuer returns the realm's issuer URL that tokens must carry.
+func (p *Plugin) Issuer() string { return p.issuer }
+
+// Config returns the effective configuration, defaults applied.
+func (p *Plugin) Config() Config { return p.cfg }
+
+// Ready reports whether the provider's keys have been loaded, that is
+// whether tokens can be verified.
+func (p *Plugin) Ready() bool { return p.keys.current() != nil }
+
+// WaitReady blocks until the keys are loaded or ctx is done.
+func (p *Plugin) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !p.Ready() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		case <-p.stopped:
+			return fmt.Errorf("%w: plugin closed", ErrUnavailable)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Refresh fetches the key set now (joining a fetch under way). The
+// background refresh makes calling it unnecessary; it exists for operators
+// and tests.
+func (p *Plugin) Refresh(ctx context.Context) error { return p.keys.refresh(ctx) }
+
+// Stats reports the state of the key cache and of the verified-token cache.
+func (p *Plugin) Stats() Stats {
+	return Stats{Keys: p.keys.stats(), CachedTokens: p.cache.len()}
+}
+
+// Stats is a snapshot of the plugin's counters.
+type Stats struct {
+	Keys         KeyStats
+	CachedTokens int
+}
+
+// Close stops background refreshes. Verification keeps working with the
+// keys already loaded.
+func (p *Plugin) Close() error {
+	p.stopOnce.Do(func() {
+		p.stop()
+		<-p.stopped
+	})
+	return nil
+}
