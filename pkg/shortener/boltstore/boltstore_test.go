@@ -1,0 +1,76 @@
+package boltstore_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/storetest"
+)
+
+func open(t *testing.T, path string) *boltstore.Store {
+	t.Helper()
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) shortener.Store {
+		return open(t, filepath.Join(t.TempDir(), "links.db"))
+	})
+}
+
+func TestCreatesParentDirAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "links.db")
+	s := open(t, path)
+	l := shortener.Link{Code: "persist", URL: "https://example.com/é", CreatedBy: "bob", CreatedAt: time.UnixMicro(1_700_000_000_123_456).UTC()}
+	if err := s.Create(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("stat: %v, mode %v", err, fi.Mode())
+	}
+	s = open(t, path)
+	defer s.Close()
+	got, err := s.Get(context.Background(), "persist")
+	if err != nil || got != l {
+		t.Fatalf("after reopen: %+v, %v; want %+v", got, err, l)
+	}
+}
+
+func TestSecondOpenFailsFast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "links.db")
+	s := open(t, path)
+	defer s.Close()
+	start := time.Now()
+	_, err := boltstore.Open(path, boltstore.Options{LockTimeout: 100 * time.Millisecond})
+	if err == nil {
+		t.Fatal("second Open of a locked file succeeded")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("second Open took %v", time.Since(start))
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "links.db"))
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Create(ctx, shortener.Link{Code: "canceld", URL: "https://example.com/"}); err == nil {
+		t.Fatal("Create with a canceled context succeeded")
+	}
+	if _, err := s.Get(context.Background(), "canceld"); err == nil {
+		t.Fatal("link of a canceled Create was stored")
+	}
+}

@@ -1,0 +1,19 @@
+// Package shortener is a URL shortener: a [Service] that issues short codes
+// for absolute http(s) URLs, an [http.Handler] that serves the API, and the
+// [Store] interface that its backends implement.
+//
+// The HTTP API:
+//
+//	POST /shorten   {"url": "https://example.com/a/long/path"}
+//	                → 201 {"short_code","short_url","url"} + Location: <short_url>
+//	GET  /{code}    → 302 Location: <the stored URL, byte for byte>
+//	GET  /health    → 200 {"status":"healthy","service":"url_shortener"}
+//	                  503 {"status":"unhealthy",...} when the store is unreachable
+//
+// Every error answer is an RFC 9457 application/problem+json document with a
+// detail a user can act on; failures of the store are logged and answered
+// with a generic detail.
+//
+// Backends live in sub-packages (memstore, boltstore, pgstore) and all pass
+// the conformance suite in storetest.
+package shortener

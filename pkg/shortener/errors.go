@@ -1,0 +1,39 @@
+package shortener
+
+import "errors"
+
+// Sentinel errors of the package and of every Store. Match them with
+// errors.Is: stores and the Service wrap them with context.
+var (
+	// ErrNotFound means that no link has the requested code.
+	ErrNotFound = errors.New("shortener: link not found")
+	// ErrDuplicate means that the code of a new link is already taken; the
+	// stored link is left untouched.
+	ErrDuplicate = errors.New("shortener: short code already taken")
+	// ErrInvalidURL means that a URL breaks the input rules; the error is
+	// an *InvalidURLError that carries the reason.
+	ErrInvalidURL = errors.New("shortener: invalid URL")
+	// ErrClosed is returned by a Store that has been closed.
+	ErrClosed = errors.New("shortener: store closed")
+	// ErrCodeSpaceExhausted means that no free code could be found after
+	// every retry, including longer codes. It indicates a broken random
+	// source or an almost full code space.
+	ErrCodeSpaceExhausted = errors.New("shortener: no free short code found")
+)
+
+// ErrCodeTaken is another name for ErrDuplicate.
+var ErrCodeTaken = ErrDuplicate
+
+// InvalidURLError explains why a URL was rejected. It matches ErrInvalidURL
+// with errors.Is.
+type InvalidURLError struct {
+	// Reason is a short, user-facing explanation, e.g.
+	// "scheme must be http or https".
+	Reason string
+}
+
+// Error implements error.
+func (e *InvalidURLError) Error() string { return "shortener: invalid URL: " + e.Reason }
+
+// Is reports whether target is ErrInvalidURL.
+func (e *InvalidURLError) Is(target error) bool { return target == ErrInvalidURL }
