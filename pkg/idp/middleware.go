@@ -51,6 +51,20 @@ func bearerToken(h http.Header) (string, error) {
 	return checkTokenSyntax(strings.TrimLeft(tok, " "))
 }
 
+// b64token marks the bytes of RFC 6750's b64token alphabet (without "=").
+var b64token = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "-._~+/" {
+		t[c] = true
+	}
+	return t
+}()
+
 // checkTokenSyntax accepts RFC 6750's b64token: 1*( ALPHA / DIGIT / "-" /
 // "." / "_" / "~" / "+" / "/" ) *"=".
 func checkTokenSyntax(tok string) (string, error) {
@@ -58,12 +72,8 @@ func checkTokenSyntax(tok string) (string, error) {
 		return "", ErrNoToken
 	}
 	i := 0
-	for ; i < len(tok); i++ {
-		c := tok[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
-			break
-		}
+	for i < len(tok) && b64token[tok[i]] {
+		i++
 	}
 	if i == 0 {
 		return "", invalid("malformed token", nil)

@@ -1,0 +1,249 @@
+package idp_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+)
+
+func TestKeyRotationOneRefetch(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, nil)
+	old := srv.Mint(map[string]any{"aud": clientID})
+	if _, err := p.Verify(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.JWKSFetches()
+	srv.RotateKey()
+	fresh := srv.Mint(map[string]any{"aud": clientID})
+	if _, err := p.Verify(context.Background(), fresh); err != nil {
+		t.Fatalf("token with the new kid rejected: %v", err)
+	}
+	if got := srv.JWKSFetches() - before; got != 1 {
+		t.Fatalf("rotation caused %d JWKS fetches, want exactly 1", got)
+	}
+	// The old key left the JWKS: its tokens stop verifying, even the one
+	// that was cached (the cache is dropped when the key set changes).
+	if _, err := p.Verify(context.Background(), old); !errors.Is(err, idp.ErrInvalidToken) {
+		t.Fatalf("token of a removed key still accepted: %v", err)
+	}
+}
+
+func TestUnknownKIDStormIsBounded(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = time.Hour })
+	before := srv.JWKSFetches()
+	var wg sync.WaitGroup
+	var rejected atomic.Int64
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("random-%d-%d", g, i)}, map[string]any{"aud": clientID})
+				if _, err := p.Verify(context.Background(), tok); errors.Is(err, idp.ErrInvalidToken) {
+					rejected.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if rejected.Load() != 800 {
+		t.Fatalf("rejected %d of 800 random-kid tokens", rejected.Load())
+	}
+	if got := srv.JWKSFetches() - before; got != 1 {
+		t.Fatalf("800 random kids caused %d JWKS fetches, want 1 per interval", got)
+	}
+	if s := p.Stats().Keys; s.UnknownKIDSkips == 0 {
+		t.Fatalf("stats did not count skipped refetches: %+v", s)
+	}
+}
+
+// A flood of random kids must not keep a genuine rotation out for longer
+// than one UnknownKIDRefreshInterval.
+func TestRotationAfterStormWithinOneInterval(t *testing.T) {
+	srv := idptest.NewServer(t)
+	const interval = 300 * time.Millisecond
+	p := newPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = interval })
+	for i := 0; i < 50; i++ {
+		tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("junk-%d", i)}, map[string]any{"aud": clientID})
+		_, _ = p.Verify(context.Background(), tok)
+	}
+	srv.RotateKey()
+	fresh := srv.Mint(map[string]any{"aud": clientID})
+	deadline := time.Now().Add(interval + 5*time.Second)
+	for {
+		_, err := p.Verify(context.Background(), fresh)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rotated key still rejected well after one interval: %v", err)
+		}
+		time.Sleep(interval / 4)
+	}
+}
+
+func TestProviderDownAfterStartKeepsCachedKeys(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, func(c *idp.Config) { c.JWKSCacheTTL = 50 * time.Millisecond; c.VerifiedCacheSize = -1 })
+	srv.SetDown(true)
+	time.Sleep(200 * time.Millisecond) // several failed refreshes
+	tok := srv.Mint(map[string]any{"aud": clientID})
+	if _, err := p.Verify(context.Background(), tok); err != nil {
+		t.Fatalf("cached keys stopped working while the provider is down: %v", err)
+	}
+	if !p.Ready() {
+		t.Fatal("plugin reports not ready although it has keys")
+	}
+	if s := p.Stats().Keys; s.Failures == 0 {
+		t.Fatalf("failed refreshes not counted: %+v", s)
+	}
+}
+
+func TestProviderDownAtStartThenRecovers(t *testing.T) {
+	srv := idptest.NewServer(t)
+	srv.SetDown(true)
+	p, err := idp.New(context.Background(), idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID})
+	if err != nil {
+		t.Fatalf("New must not fail while the provider is down: %v", err)
+	}
+	defer p.Close()
+	tok := srv.Mint(map[string]any{"aud": clientID})
+	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrUnavailable) {
+		t.Fatalf("Verify = %v, want ErrUnavailable", err)
+	}
+	h := p.Middleware(&okHandler{})
+	rec := do(t, h, "GET", "/x", "Authorization", "Bearer "+tok)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("status %d Retry-After %q, want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if p.Ready() {
+		t.Fatal("Ready while the provider is down")
+	}
+	srv.SetDown(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.WaitReady(ctx); err != nil {
+		t.Fatalf("did not recover: %v", err)
+	}
+	if rec := do(t, h, "GET", "/x", "Authorization", "Bearer "+tok); rec.Code != http.StatusOK {
+		t.Fatalf("after recovery: status %d", rec.Code)
+	}
+}
+
+func TestKeysRemovedStopVerifyingAfterRefresh(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, nil)
+	tok := srv.Mint(map[string]any{"aud": clientID})
+	if _, err := p.Verify(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
+	srv.RotateKey()
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+		t.Fatalf("removed key still verifies after refresh: %v", err)
+	}
+}
+
+func TestEncryptionAndSymmetricKeysNeverVerify(t *testing.T) {
+	srv := idptest.NewServer(t)
+	// A symmetric key in the JWKS must not make HS256 tokens acceptable, even
+	// if an operator lists it.
+	srv.PublishJWK(map[string]any{"kty": "oct", "kid": "hmac", "alg": "HS256", "k": "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"})
+	p := newPlugin(t, srv, nil)
+	rs, _ := srv.KID()
+	// The JWKS carries "enc-<kid>" with use=enc: a token naming it is refused.
+	tok := srv.MintWith(idptest.MintOptions{KID: "enc-" + rs}, map[string]any{"aud": clientID})
+	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+		t.Fatalf("token naming the encryption key accepted: %v", err)
+	}
+	if n := p.Stats().Keys.Keys; n != 2 {
+		t.Fatalf("usable keys = %d, want 2 (RS256 and ES256 signing keys only)", n)
+	}
+}
+
+func TestJWKSDocumentLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		jwks func(w http.ResponseWriter)
+	}{
+		{"oversized", func(w http.ResponseWriter) {
+			_, _ = w.Write([]byte(`{"keys":[` + strings.Repeat(" ", 2<<20) + `]}`))
+		}},
+		{"not JSON", func(w http.ResponseWriter) { _, _ = w.Write([]byte("<html>")) }},
+		{"no usable key", func(w http.ResponseWriter) { _, _ = w.Write([]byte(`{"keys":[{"kty":"oct","k":"AAAA"}]}`)) }},
+		{"error status", func(w http.ResponseWriter) { w.WriteHeader(500) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var issuer string
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration") {
+					fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q}`, issuer, issuer+"/protocol/openid-connect/certs")
+					return
+				}
+				tt.jwks(w)
+			}))
+			defer ts.Close()
+			issuer = ts.URL + "/realms/demo"
+			p, err := idp.New(context.Background(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID, HTTPTimeout: 2 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if err := p.Refresh(context.Background()); err == nil {
+				t.Fatal("Refresh accepted a bad JWKS document")
+			}
+			if p.Ready() {
+				t.Fatal("Ready with a bad JWKS document")
+			}
+		})
+	}
+}
+
+func TestDiscoveryIssuerMismatchRefused(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"issuer":"https://evil.example/realms/demo","jwks_uri":"https://evil.example/certs"}`))
+	}))
+	defer ts.Close()
+	p, err := idp.New(context.Background(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("Refresh = %v, want issuer mismatch", err)
+	}
+}
+
+func TestHTTPTimeoutBoundsProviderCalls(t *testing.T) {
+	block := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
+	defer ts.Close()
+	defer close(block)
+	p, err := idp.New(context.Background(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID, HTTPTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	start := time.Now()
+	if err := p.Refresh(context.Background()); err == nil {
+		t.Fatal("Refresh succeeded against a hanging provider")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Refresh took %v despite HTTPTimeout=200ms", d)
+	}
+}
