@@ -1,0 +1,304 @@
+// Package cli builds the shortener command: flags, environment, logging,
+// store selection, metrics and the server's life cycle.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+)
+
+// envPrefix prefixes the environment variables: --base-url is
+// SHORTENER_BASE_URL.
+const envPrefix = "SHORTENER"
+
+// config is the resolved configuration of one run.
+type config struct {
+	Listen          string
+	Store           string
+	BaseURL         string
+	LogFormat       string // auto | json | text
+	LogLevel        slog.Level
+	AccessLog       bool
+	MetricsListen   string // "" = /metrics on the main listener; "off" = none
+	TrustIdentity   bool
+	IdentityHeader  string
+	ShutdownTimeout time.Duration
+}
+
+// Main runs the command with os.Args and returns the exit code.
+func Main() int {
+	if err := NewRootCmd().ExecuteContext(context.Background()); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// NewRootCmd returns the shortener command. Every call returns an
+// independent command with its own viper instance.
+func NewRootCmd() *cobra.Command {
+	return newRootCmd(func(ctx context.Context, cfg config, stderr io.Writer) error {
+		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, cfg, stderr, nil)
+	})
+}
+
+func newRootCmd(runFn func(context.Context, config, io.Writer) error) *cobra.Command {
+	v := viper.New()
+	cmd := &cobra.Command{
+		Use:   "shortener",
+		Short: "URL shortener service (POST /shorten, GET /{code}, GET /health)",
+		Long: `shortener serves a JSON API that issues short codes for URLs and redirects them.
+
+Every flag can also be set with an environment variable: SHORTENER_ followed
+by the flag name in upper case with "-" as "_" (--base-url: SHORTENER_BASE_URL).
+Flags win over the environment.
+
+Stores (--store):
+  bolt:PATH or PATH          embedded bbolt file, created on first run (default)
+  postgres://user@host/db    PostgreSQL (pgx DSN; pool_max_conns etc. honoured),
+                             schema migrated at start; for more than one replica
+  memory:                    in memory, lost on exit (tests and demos)`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(v)
+			if err != nil {
+				return err
+			}
+			return runFn(cmd.Context(), cfg, cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.String("listen", "127.0.0.1:8000", "address to serve the API on")
+	f.String("store", "bolt:./data/shortener.db", "link store: bolt:PATH, PATH, postgres://..., or memory:")
+	f.String("base-url", "", `prefix of short_url, e.g. https://sho.rt (default "http://" + the listen address)`)
+	f.String("log-format", "auto", "log format: json, text, or auto (text on a terminal, json otherwise)")
+	f.String("log-level", "info", "log level: debug, info, warn, error")
+	f.Bool("access-log", true, "log every request (method, path, status, size, duration; never query strings or headers)")
+	f.String("metrics-listen", "", `address of a separate Prometheus /metrics listener; "" serves /metrics on --listen, "off" disables it`)
+	f.Bool("trust-identity-headers", false, "record the identity header of requests as the link's creator; ONLY behind a proxy that sets it and strips client copies")
+	f.String("identity-header", "X-Auth-Request-User", "header read when --trust-identity-headers is on")
+	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
+	_ = v.BindPFlags(f)
+	v.SetEnvPrefix(envPrefix)
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	cmd.AddCommand(newVersionCmd())
+	return cmd
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "shortener", buildinfo.String())
+			return err
+		},
+	}
+}
+
+// loadConfig reads every setting from v (flags over environment over
+// defaults) and checks it. Booleans and durations are parsed strictly: a
+// typo in the environment is an error, not a silent default.
+func loadConfig(v *viper.Viper) (config, error) {
+	var errs []error
+	getBool := func(key string) bool {
+		s := v.GetString(key)
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shortener: %s: %q is not a boolean", key, s))
+		}
+		return b
+	}
+	cfg := config{
+		Listen:         v.GetString("listen"),
+		Store:          v.GetString("store"),
+		BaseURL:        v.GetString("base-url"),
+		LogFormat:      strings.ToLower(v.GetString("log-format")),
+		AccessLog:      getBool("access-log"),
+		MetricsListen:  v.GetString("metrics-listen"),
+		TrustIdentity:  getBool("trust-identity-headers"),
+		IdentityHeader: v.GetString("identity-header"),
+	}
+	st := v.GetString("shutdown-timeout")
+	d, err := time.ParseDuration(st)
+	if err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: shutdown-timeout: %q is not a positive duration", st))
+	}
+	cfg.ShutdownTimeout = d
+	if err := cfg.LogLevel.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		errs = append(errs, fmt.Errorf("shortener: log-level: %w", err))
+	}
+	switch cfg.LogFormat {
+	case "auto", "json", "text":
+	default:
+		errs = append(errs, fmt.Errorf("shortener: log-format %q: want json, text or auto", cfg.LogFormat))
+	}
+	if cfg.Listen == "" {
+		errs = append(errs, errors.New("shortener: listen: empty address"))
+	}
+	if cfg.TrustIdentity && (cfg.IdentityHeader == "" || strings.ContainsAny(cfg.IdentityHeader, " :\t\r\n")) {
+		errs = append(errs, fmt.Errorf("shortener: identity-header %q is not a header name", cfg.IdentityHeader))
+	}
+	if _, _, err := parseStore(cfg.Store); err != nil {
+		errs = append(errs, err)
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// newLogger builds the process logger on w.
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// defaultBaseURL derives the base URL from the bound address; unspecified
+// hosts (0.0.0.0, ::) become localhost, which only suits local use: set
+// --base-url in production.
+func defaultBaseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// run opens the store, serves until ctx is done, then shuts down gracefully
+// and closes the store. ready, when not nil, gets the API's address once
+// it listens.
+func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr string)) (err error) {
+	log := newLogger(cfg, logOut)
+	log.Info("starting shortener", "version", buildinfo.String())
+	store, desc, err := openStore(ctx, cfg.Store)
+	if err != nil {
+		log.Error("cannot open the store", "err", err)
+		return err
+	}
+	log.Info("store open", "store", desc)
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			log.Error("closing the store", "err", cerr)
+			err = errors.Join(err, cerr)
+		} else {
+			log.Info("store closed")
+		}
+	}()
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("shortener: listen: %w", err)
+	}
+	listeners := []server.Listener{{Name: "api", Listener: ln}}
+	if cfg.MetricsListen != "" && cfg.MetricsListen != "off" {
+		mln, err := lc.Listen(ctx, "tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("shortener: listen for metrics: %w", err)
+		}
+		listeners = append(listeners, server.Listener{Name: "metrics", Listener: mln})
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = defaultBaseURL(ln.Addr())
+		log.Info("base URL derived from the listen address; set --base-url for production", "base_url", cfg.BaseURL)
+	}
+	api, metricsHandler, err := newHandlers(cfg, store, log)
+	if err != nil {
+		for _, l := range listeners {
+			_ = l.Listener.Close()
+		}
+		return err
+	}
+	listeners[0].Handler = api
+	if len(listeners) > 1 {
+		listeners[1].Handler = metricsHandler
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	err = server.Run(ctx, server.Options{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}, listeners...)
+	if err != nil {
+		log.Error("server stopped with an error", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newHandlers returns the API handler (with /metrics unless metrics have
+// their own listener or are off) and the metrics handler.
+func newHandlers(cfg config, store shortener.Store, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
+	opts := shortener.Options{BaseURL: cfg.BaseURL, Logger: log}
+	if cfg.TrustIdentity {
+		opts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
+		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader)
+	}
+	svc, err := shortener.New(store, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m *metrics
+	if cfg.MetricsListen != "off" {
+		m = newMetrics()
+		metricsHandler = m.handler()
+	}
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		accessLog = log
+	}
+	h := svc.Handler()
+	if m != nil && cfg.MetricsListen == "" {
+		svcH, mh := h, metricsHandler
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/metrics" {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					w.Header().Set("Allow", "GET, HEAD")
+					problem.Write(w, http.StatusMethodNotAllowed, "method not allowed; use GET, HEAD")
+					return
+				}
+				mh.ServeHTTP(w, r)
+				return
+			}
+			svcH.ServeHTTP(w, r)
+		})
+	}
+	return instrument(h, m, accessLog), metricsHandler, nil
+}

@@ -1,0 +1,305 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
+)
+
+// capture executes the root command with args and returns the config it
+// would run with.
+func capture(t *testing.T, args ...string) (config, error) {
+	t.Helper()
+	var got config
+	cmd := newRootCmd(func(_ context.Context, cfg config, _ io.Writer) error {
+		got = cfg
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	return got, err
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := capture(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
+		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second}
+	if cfg != want {
+		t.Fatalf("defaults = %+v, want %+v", cfg, want)
+	}
+}
+
+func TestEnvAndFlags(t *testing.T) {
+	t.Setenv("SHORTENER_LISTEN", "127.0.0.1:9999")
+	t.Setenv("SHORTENER_STORE", "memory:")
+	t.Setenv("SHORTENER_BASE_URL", "https://sho.rt")
+	t.Setenv("SHORTENER_TRUST_IDENTITY_HEADERS", "true")
+	t.Setenv("SHORTENER_LOG_FORMAT", "text")
+	cfg, err := capture(t, "--listen", "127.0.0.1:7777", "--metrics-listen", "127.0.0.1:9100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:7777" || cfg.Store != "memory:" || cfg.BaseURL != "https://sho.rt" ||
+		!cfg.TrustIdentity || cfg.LogFormat != "text" || cfg.MetricsListen != "127.0.0.1:9100" {
+		t.Fatalf("config = %+v", cfg)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	tests := []struct {
+		env  [2]string
+		args []string
+	}{
+		{args: []string{"--log-format", "xml"}},
+		{args: []string{"--log-level", "loud"}},
+		{args: []string{"--store", "mysql://x"}},
+		{args: []string{"--store", "sqlite:"}},
+		{args: []string{"--store", "bolt:"}},
+		{args: []string{"--listen", ""}},
+		{args: []string{"--trust-identity-headers", "--identity-header", "X Bad"}},
+		{args: []string{"extra-arg"}},
+		{env: [2]string{"SHORTENER_TRUST_IDENTITY_HEADERS", "yes please"}},
+		{env: [2]string{"SHORTENER_SHUTDOWN_TIMEOUT", "soon"}},
+	}
+	for _, tc := range tests {
+		if tc.env[0] != "" {
+			t.Setenv(tc.env[0], tc.env[1])
+		}
+		if _, err := capture(t, tc.args...); err == nil {
+			t.Errorf("%v %v accepted", tc.env, tc.args)
+		}
+		if tc.env[0] != "" {
+			t.Setenv(tc.env[0], "")
+		}
+	}
+}
+
+func TestParseStore(t *testing.T) {
+	tests := []struct {
+		spec string
+		kind storeKind
+		arg  string
+	}{
+		{"", kindBolt, "./data/shortener.db"},
+		{"bolt:./data/x.db", kindBolt, "./data/x.db"},
+		{"bolt:///var/lib/x.db", kindBolt, "/var/lib/x.db"},
+		{"/var/lib/x.db", kindBolt, "/var/lib/x.db"},
+		{"links.db", kindBolt, "links.db"},
+		{"memory:", kindMemory, ""},
+		{"postgres://u:p@h/db?pool_max_conns=4", kindPostgres, "postgres://u:p@h/db?pool_max_conns=4"},
+		{"postgresql://h/db", kindPostgres, "postgresql://h/db"},
+	}
+	for _, tc := range tests {
+		kind, arg, err := parseStore(tc.spec)
+		if err != nil || kind != tc.kind || arg != tc.arg {
+			t.Errorf("parseStore(%q) = %v %q %v", tc.spec, kind, arg, err)
+		}
+	}
+	if got := redact("postgres://u:secret@h/db"); strings.Contains(got, "secret") {
+		t.Errorf("redact = %q", got)
+	}
+}
+
+func TestIdentityHeaderTrustedOnlyWhenTold(t *testing.T) {
+	for _, trust := range []bool{false, true} {
+		st := memstore.New()
+		cfg := config{BaseURL: "https://sho.rt", TrustIdentity: trust, IdentityHeader: "X-Auth-Request-User"}
+		h, _, err := newHandlers(cfg, st, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("POST", "/shorten", strings.NewReader(`{"url":"https://example.com/"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Auth-Request-User", "alice")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var body struct {
+			ShortCode string `json:"short_code"`
+		}
+		if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+			t.Fatalf("POST = %d %s", rec.Code, rec.Body)
+		}
+		l, _ := st.Get(context.Background(), body.ShortCode)
+		want := ""
+		if trust {
+			want = "alice"
+		}
+		if l.CreatedBy != want {
+			t.Fatalf("trust=%v: created_by = %q, want %q", trust, l.CreatedBy, want)
+		}
+	}
+}
+
+// startRun runs the service in the background and returns its base URL, a
+// stop function and the log buffer.
+func startRun(t *testing.T, cfg config) (string, func() error, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	addrc := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, cfg, logs, func(a string) { addrc <- a }) }()
+	select {
+	case a := <-addrc:
+		stop := func() error { cancel(); return <-errc }
+		return "http://" + a, stop, logs
+	case err := <-errc:
+		cancel()
+		t.Fatalf("run: %v\n%s", err, logs)
+	}
+	return "", nil, nil
+}
+
+func baseConfig(store string) config {
+	return config{Listen: "127.0.0.1:0", Store: store, LogFormat: "json", AccessLog: true, ShutdownTimeout: 5 * time.Second}
+}
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", "links.db")
+	base, stop, logs := startRun(t, baseConfig("bolt:"+path))
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	resp, err := client.Post(base+"/shorten", "application/json", strings.NewReader(`{"url":"https://example.com/x?y=1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ ShortCode, ShortURL string }
+	_ = json.NewDecoder(resp.Body).Decode(&struct {
+		ShortCode *string `json:"short_code"`
+		ShortURL  *string `json:"short_url"`
+	}{&c.ShortCode, &c.ShortURL})
+	resp.Body.Close()
+	if resp.StatusCode != 201 || c.ShortURL != base+"/"+c.ShortCode {
+		t.Fatalf("POST = %d %+v (base %s)", resp.StatusCode, c, base)
+	}
+	resp, err = client.Get(c.ShortURL)
+	if err != nil || resp.StatusCode != 302 || resp.Header.Get("Location") != "https://example.com/x?y=1" {
+		t.Fatalf("GET = %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(m, []byte(`shortener_http_requests_total{code="302",route="redirect"} 1`)) {
+		t.Fatalf("metrics:\n%s", m)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run returned %v", err)
+	}
+	for _, want := range []string{`"msg":"request"`, `"path":"/shorten"`, `"status":201`, `"msg":"store closed"`, `"msg":"stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s:\n%s", want, logs)
+		}
+	}
+	// The store was closed: the file lock is free and the link is there.
+	s, err := boltstore.Open(path, boltstore.Options{LockTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(context.Background(), c.ShortCode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSeparateMetricsListener(t *testing.T) {
+	cfg := baseConfig("memory:")
+	cfg.MetricsListen = "127.0.0.1:0"
+	base, stop, _ := startRun(t, cfg)
+	defer stop()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("/metrics on the API listener = %d, want 404", resp.StatusCode)
+	}
+}
+
+// blockingStore blocks Create until released, to test graceful shutdown.
+type blockingStore struct {
+	shortener.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) Create(ctx context.Context, l shortener.Link) error {
+	close(b.entered)
+	<-b.release
+	return b.Store.Create(ctx, l)
+}
+
+func TestGracefulShutdownFinishesInFlight(t *testing.T) {
+	st := &blockingStore{Store: memstore.New(), entered: make(chan struct{}), release: make(chan struct{})}
+	h, _, err := newHandlers(config{MetricsListen: "off"}, st, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Start()
+	var wg sync.WaitGroup
+	var status int
+	wg.Go(func() {
+		resp, err := http.Post(srv.URL+"/shorten", "application/json", strings.NewReader(`{"url":"https://example.com/"}`))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+	})
+	<-st.entered
+	done := make(chan struct{})
+	go func() { srv.Config.Shutdown(context.Background()); close(done) }()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("shutdown did not wait for the in-flight request")
+	default:
+	}
+	close(st.release)
+	wg.Wait()
+	<-done
+	if status != 201 {
+		t.Fatalf("in-flight request got %d", status)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

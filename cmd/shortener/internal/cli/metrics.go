@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the service's Prometheus collectors, in their own registry.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_http_requests_total",
+			Help: "HTTP requests by route (shorten, redirect, health, metrics) and status code.",
+		}, []string{"route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "shortener_http_request_duration_seconds",
+			Help:    "HTTP request latency by route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"route"}),
+	}
+	m.reg.MustRegister(m.requests, m.duration,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// route names a path for metrics labels, with bounded cardinality.
+func route(path string) string {
+	switch path {
+	case "/shorten":
+		return "shorten"
+	case "/health":
+		return "health"
+	case "/metrics":
+		return "metrics"
+	default:
+		return "redirect"
+	}
+}
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument wraps next with metrics (m may be nil) and, when log is not
+// nil, an access log. The access log records neither query strings nor
+// headers.
+func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		d := time.Since(start)
+		if m != nil {
+			rt := route(r.URL.Path)
+			m.requests.WithLabelValues(rt, strconv.Itoa(sw.status)).Inc()
+			m.duration.WithLabelValues(rt).Observe(d.Seconds())
+		}
+		if log != nil {
+			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", sw.status),
+				slog.Int64("bytes", sw.bytes),
+				slog.Duration("duration", d),
+				slog.String("remote", r.RemoteAddr))
+		}
+	})
+}
