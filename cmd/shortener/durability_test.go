@@ -1,0 +1,312 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The durability tests run the real binary, kill it with SIGKILL while
+// several clients create links, restart it on the same store and check that
+// every link answered 201 resolves to its exact URL (DESIGN §6, §8).
+
+// buildBinary compiles ./cmd/shortener into a temporary directory. It builds
+// with -race when the test binary does, so that the packages compiled for
+// the test are reused from the build cache.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "shortener")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, ".")
+	cmd := exec.Command("go", args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// proc is a running shortener process.
+type proc struct {
+	cmd  *exec.Cmd
+	base string // http://127.0.0.1:port
+	logs *lockedBuffer
+	done chan struct{}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (b *lockedBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sb.Len() < 64<<10 {
+		b.sb.WriteString(line)
+		b.sb.WriteByte('\n')
+	}
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.String()
+}
+
+// start runs bin on a free loopback port with the given store and waits for
+// the "listening" log line of the API listener, which carries its address.
+func start(t *testing.T, bin, store string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--store", store,
+		"--log-format", "json", "--access-log=false", "--metrics-listen", "off")
+	cmd.Env = os.Environ()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logs.add(line)
+			var rec struct {
+				Msg, Server, Addr string
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Server == "api" {
+				select {
+				case addrc <- rec.Addr:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	select {
+	case a := <-addrc:
+		p.base = "http://" + a
+	case <-p.done:
+		t.Fatalf("shortener exited before listening:\n%s", p.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("shortener did not report its address:\n%s", p.logs)
+	}
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("process still running 10s after SIGKILL")
+	}
+}
+
+// acked is a link the service answered 201 for.
+type acked struct{ code, url string }
+
+// hammer creates links from clients goroutines until the process is killed
+// after loadFor, and returns every link answered 201. Each URL is unique and
+// holds characters that must survive byte for byte.
+func hammer(t *testing.T, p *proc, clients int, loadFor time.Duration) []acked {
+	t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	var (
+		mu   sync.Mutex
+		acks []acked
+		wg   sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for g := range clients {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				u := fmt.Sprintf("https://example.com/d/%d/%d?q=%%C3%%A9&x=a+b#frag-%d", g, i, i)
+				resp, err := client.Post(p.base+"/shorten", "application/json",
+					strings.NewReader(`{"url":`+jsonString(u)+`}`))
+				if err != nil {
+					return // the process was killed
+				}
+				body, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if rerr != nil {
+					return
+				}
+				if resp.StatusCode != http.StatusCreated {
+					t.Errorf("POST /shorten = %d %s", resp.StatusCode, body)
+					return
+				}
+				var out struct {
+					ShortCode string `json:"short_code"`
+					URL       string `json:"url"`
+				}
+				if err := json.Unmarshal(body, &out); err != nil || out.ShortCode == "" || out.URL != u {
+					t.Errorf("201 body %s (err %v)", body, err)
+					return
+				}
+				mu.Lock()
+				acks = append(acks, acked{out.ShortCode, u})
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(loadFor)
+	p.kill(t) // while requests are in flight
+	close(stop)
+	wg.Wait()
+	return acks
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// verify checks that every acknowledged link redirects to its exact URL.
+func verify(t *testing.T, p *proc, acks []acked) {
+	t.Helper()
+	client := &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	lost := 0
+	for _, a := range acks {
+		resp, err := client.Get(p.base + "/" + a.code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != a.url {
+			lost++
+			if lost <= 5 {
+				t.Errorf("GET /%s = %d Location %q, want 302 %q", a.code, resp.StatusCode, resp.Header.Get("Location"), a.url)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged links lost or changed after SIGKILL", lost, len(acks))
+	}
+}
+
+// runDurability is the scenario shared by the stores: two kill/restart
+// cycles, then every acknowledged link is checked.
+func runDurability(t *testing.T, bin, store string) {
+	var all []acked
+	for round := range 2 {
+		p := start(t, bin, store)
+		acks := hammer(t, p, 8, time.Second)
+		if len(acks) < 20 {
+			t.Fatalf("round %d: only %d links created before the kill; the test proves nothing", round, len(acks))
+		}
+		all = append(all, acks...)
+		t.Logf("round %d: %d links acknowledged before SIGKILL", round, len(acks))
+	}
+	p := start(t, bin, store)
+	verify(t, p, all)
+}
+
+func TestDurabilitySIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := buildBinary(t)
+	t.Run("bolt", func(t *testing.T) {
+		runDurability(t, bin, "bolt:"+filepath.Join(t.TempDir(), "data", "links.db"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		runDurability(t, bin, schemaDSN(t, testDSN(t)))
+	})
+}
+
+// testDSN returns TEST_POSTGRES_DSN, skipping the test when it is unset,
+// or failing it when IDP_REQUIRE_POSTGRES=1 (CI).
+func testDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("IDP_REQUIRE_POSTGRES") == "1" {
+			t.Fatal("TEST_POSTGRES_DSN is not set but IDP_REQUIRE_POSTGRES=1: the PostgreSQL durability test must run")
+		}
+		t.Skip("TEST_POSTGRES_DSN not set; skipping the PostgreSQL durability test " +
+			"(e.g. TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	return dsn
+}
+
+// schemaDSN creates a fresh schema, dropped at cleanup, and returns dsn with
+// search_path pointing at it.
+func schemaDSN(t *testing.T, dsn string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Fatal("TEST_POSTGRES_DSN must be a postgres:// URL")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to TEST_POSTGRES_DSN: %v", err)
+	}
+	defer conn.Close(context.Background())
+	schema := "shortener_durability_" + strings.ToLower(hex.EncodeToString([]byte(rand.Text())[:6]))
+	ident := pgx.Identifier{schema}.Sanitize()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("cleanup connect: %v", err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
+			t.Errorf("drop schema: %v", err)
+		}
+	})
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
