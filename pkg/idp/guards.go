@@ -16,6 +16,7 @@ const (
 	MatchAny
 )
 
+// String returns "all" or "any", the spelling ParseMatchStrategy accepts.
 func (s MatchStrategy) String() string {
 	if s == MatchAny {
 		return "any"
