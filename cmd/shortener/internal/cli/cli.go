@@ -23,6 +23,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
@@ -42,6 +43,16 @@ type config struct {
 	TrustIdentity   bool
 	IdentityHeader  string
 	ShutdownTimeout time.Duration
+
+	// In-process pkg/idp mode (on when IDPServerURL is set): POST /shorten
+	// needs a valid access token, and the token's subject becomes the
+	// link's creator.
+	IDPServerURL         string
+	IDPRealm             string
+	IDPClientID          string
+	IDPAudience          string
+	IDPOptionalAudiences []string
+	IDPCreateRoles       []string
 }
 
 // Main runs the command with os.Args and returns the exit code.
@@ -77,7 +88,15 @@ Stores (--store):
   bolt:PATH or PATH          embedded bbolt file, created on first run (default)
   postgres://user@host/db    PostgreSQL (pgx DSN; pool_max_conns etc. honoured),
                              schema migrated at start; for more than one replica
-  memory:                    in memory, lost on exit (tests and demos)`,
+  memory:                    in memory, lost on exit (tests and demos)
+
+Identity (pick at most one):
+  --idp-server-url ...       verify bearer tokens in-process with pkg/idp:
+                             POST /shorten needs a valid access token (and
+                             the --idp-create-roles realm roles, if any); the
+                             token's subject is stored as created_by.
+                             Redirects and /health stay public.
+  --trust-identity-headers   behind idp-proxy: record its X-Auth-Request-User`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: false,
@@ -100,6 +119,12 @@ Stores (--store):
 	f.Bool("trust-identity-headers", false, "record the identity header of requests as the link's creator; ONLY behind a proxy that sets it and strips client copies")
 	f.String("identity-header", "X-Auth-Request-User", "header read when --trust-identity-headers is on")
 	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
+	f.String("idp-server-url", "", "OpenID Connect provider base URL (e.g. https://sso.example.com); enables in-process token checks on POST /shorten")
+	f.String("idp-realm", "", "realm of --idp-server-url (required with it)")
+	f.String("idp-client-id", "", "client ID tokens must be issued for (required with --idp-server-url)")
+	f.String("idp-audience", "", "accepted audience (default: --idp-client-id)")
+	f.StringSlice("idp-optional-audiences", nil, `extra accepted audiences, comma-separated (e.g. "account" for service tokens)`)
+	f.StringSlice("idp-create-roles", nil, "realm roles needed to create links, comma-separated, any one suffices (default: any valid token)")
 	_ = v.BindPFlags(f)
 	v.SetEnvPrefix(envPrefix)
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -142,6 +167,13 @@ func loadConfig(v *viper.Viper) (config, error) {
 		MetricsListen:  v.GetString("metrics-listen"),
 		TrustIdentity:  getBool("trust-identity-headers"),
 		IdentityHeader: v.GetString("identity-header"),
+
+		IDPServerURL:         v.GetString("idp-server-url"),
+		IDPRealm:             v.GetString("idp-realm"),
+		IDPClientID:          v.GetString("idp-client-id"),
+		IDPAudience:          v.GetString("idp-audience"),
+		IDPOptionalAudiences: splitList(v.GetStringSlice("idp-optional-audiences")),
+		IDPCreateRoles:       splitList(v.GetStringSlice("idp-create-roles")),
 	}
 	st := v.GetString("shutdown-timeout")
 	d, err := time.ParseDuration(st)
@@ -166,7 +198,30 @@ func loadConfig(v *viper.Viper) (config, error) {
 	if _, _, err := parseStore(cfg.Store); err != nil {
 		errs = append(errs, err)
 	}
+	if cfg.IDPServerURL != "" {
+		if cfg.TrustIdentity {
+			errs = append(errs, errors.New("shortener: --idp-server-url and --trust-identity-headers exclude each other: pick one source of identity"))
+		}
+		// The rest (realm, client ID, URL shape) is checked by idp.New,
+		// which names the missing or malformed option.
+	} else if cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" {
+		errs = append(errs, errors.New("shortener: --idp-* options need --idp-server-url"))
+	}
 	return cfg, errors.Join(errs...)
+}
+
+// splitList flattens comma-separated values (environment variables arrive
+// as one string) and drops empty items.
+func splitList(in []string) []string {
+	var out []string
+	for _, v := range in {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
 }
 
 // newLogger builds the process logger on w.
@@ -240,7 +295,26 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 		cfg.BaseURL = defaultBaseURL(ln.Addr())
 		log.Info("base URL derived from the listen address; set --base-url for production", "base_url", cfg.BaseURL)
 	}
-	api, metricsHandler, err := newHandlers(cfg, store, log)
+	var plugin *idp.Plugin
+	if cfg.IDPServerURL != "" {
+		plugin, err = idp.New(ctx, idp.Config{
+			ServerURL:         cfg.IDPServerURL,
+			Realm:             cfg.IDPRealm,
+			ClientID:          cfg.IDPClientID,
+			Audience:          cfg.IDPAudience,
+			OptionalAudiences: cfg.IDPOptionalAudiences,
+			Logger:            log,
+		})
+		if err != nil {
+			for _, l := range listeners {
+				_ = l.Listener.Close()
+			}
+			return err
+		}
+		defer plugin.Close()
+		log.Info("verifying access tokens in-process", "issuer", plugin.Issuer(), "create_roles", cfg.IDPCreateRoles)
+	}
+	api, metricsHandler, err := newHandlers(cfg, store, plugin, log)
 	if err != nil {
 		for _, l := range listeners {
 			_ = l.Listener.Close()
@@ -264,10 +338,18 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 }
 
 // newHandlers returns the API handler (with /metrics unless metrics have
-// their own listener or are off) and the metrics handler.
-func newHandlers(cfg config, store shortener.Store, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
+// their own listener or are off) and the metrics handler. With a plugin,
+// POST /shorten needs a valid access token (and one of cfg.IDPCreateRoles).
+func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
 	opts := shortener.Options{BaseURL: cfg.BaseURL, Logger: log}
-	if cfg.TrustIdentity {
+	if plugin != nil {
+		opts.Owner = func(r *http.Request) string {
+			if u, ok := idp.UserFrom(r.Context()); ok {
+				return u.Sub
+			}
+			return ""
+		}
+	} else if cfg.TrustIdentity {
 		opts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
 		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader)
 	}
@@ -285,6 +367,21 @@ func newHandlers(cfg config, store shortener.Store, log *slog.Logger) (api, metr
 		accessLog = log
 	}
 	h := svc.Handler()
+	if plugin != nil {
+		var guards []idp.Guard
+		if len(cfg.IDPCreateRoles) > 0 {
+			guards = append(guards, idp.RequireRoles(idp.MatchAny, cfg.IDPCreateRoles...))
+		}
+		protected := plugin.Require(guards...)(h)
+		public := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/shorten" && r.Method == http.MethodPost {
+				protected.ServeHTTP(w, r)
+				return
+			}
+			public.ServeHTTP(w, r)
+		})
+	}
 	if m != nil && cfg.MetricsListen == "" {
 		svcH, mh := h, metricsHandler
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +43,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v, want %+v", cfg, want)
 	}
 }
@@ -122,7 +123,7 @@ func TestIdentityHeaderTrustedOnlyWhenTold(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		st := memstore.New()
 		cfg := config{BaseURL: "https://sho.rt", TrustIdentity: trust, IdentityHeader: "X-Auth-Request-User"}
-		h, _, err := newHandlers(cfg, st, slog.New(slog.DiscardHandler))
+		h, _, err := newHandlers(cfg, st, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +254,7 @@ func (b *blockingStore) Create(ctx context.Context, l shortener.Link) error {
 
 func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	st := &blockingStore{Store: memstore.New(), entered: make(chan struct{}), release: make(chan struct{})}
-	h, _, err := newHandlers(config{MetricsListen: "off"}, st, slog.New(slog.DiscardHandler))
+	h, _, err := newHandlers(config{MetricsListen: "off"}, st, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
