@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,5 +73,52 @@ func TestCanceledContext(t *testing.T) {
 	}
 	if _, err := s.Get(context.Background(), "canceld"); err == nil {
 		t.Fatal("link of a canceled Create was stored")
+	}
+}
+
+func TestImport(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "links.db")
+	s := open(t, path)
+	links := []shortener.Link{
+		{Code: "zzzzzzz", URL: "https://example.com/z", CreatedAt: time.UnixMicro(3).UTC()},
+		{Code: "aaaaaaa", URL: "https://example.com/a?x=1&y", CreatedBy: "alice", CreatedAt: time.UnixMicro(1).UTC()},
+		{Code: "mmmmmmm", URL: "https://example.com/m", CreatedAt: time.UnixMicro(2).UTC()},
+	}
+	if err := s.Import(ctx, links); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		links []shortener.Link
+	}{
+		{"code already stored", []shortener.Link{{Code: "bbbbbbb", URL: "https://b/"}, {Code: "mmmmmmm", URL: "https://other/"}}},
+		{"code twice in the input", []shortener.Link{{Code: "ccccccc", URL: "https://c/"}, {Code: "ccccccc", URL: "https://c2/"}}},
+	}
+	for _, tc := range tests {
+		if err := s.Import(ctx, tc.links); !errors.Is(err, shortener.ErrDuplicate) {
+			t.Errorf("%s: Import = %v, want ErrDuplicate", tc.name, err)
+		}
+		// All or nothing: the other links of the call were not stored.
+		if _, err := s.Get(ctx, tc.links[0].Code); !errors.Is(err, shortener.ErrNotFound) {
+			t.Errorf("%s: Get(%s) = %v, want ErrNotFound", tc.name, tc.links[0].Code, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Import(ctx, links[:1]); !errors.Is(err, shortener.ErrClosed) {
+		t.Fatalf("Import after Close = %v, want ErrClosed", err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	for _, want := range links {
+		if got, err := s.Get(ctx, want.Code); err != nil || got != want {
+			t.Errorf("Get(%s) = %+v, %v; want %+v", want.Code, got, err, want)
+		}
+	}
+	m, err := s.Get(ctx, "mmmmmmm")
+	if err != nil || m.URL != "https://example.com/m" {
+		t.Fatalf("a failed Import changed a stored link: %+v, %v", m, err)
 	}
 }
