@@ -26,6 +26,9 @@ type Plugin struct {
 	stop     context.CancelFunc
 	stopped  chan struct{}
 	stopOnce sync.Once
+
+	routesOnce sync.Once
+	routes     http.Handler // built by Routes
 }
 
 // New validates cfg and returns a Plugin. Key discovery starts in the

@@ -3,7 +3,13 @@
 // in the manner of net/http/httptest.
 //
 // It is NOT an identity provider for production: it has no users store, no
-// consent, fixed test secrets, and signs whatever Mint is asked to sign.
+// consent, no login form (the authorization endpoint logs one fixed test
+// user in), fixed test secrets, and signs whatever Mint is asked to sign.
+//
+// Beyond discovery, JWKS and client_credentials it serves the
+// authorization-code flow with PKCE (S256 required), refresh tokens with
+// rotation, RFC 7009 revocation and Keycloak's end-session endpoint; see
+// authcode.go. Start runs it outside tests, for demos.
 //
 //	idpSrv := idptest.NewServer(t)
 //	p, _ := idp.New(ctx, idp.Config{ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "shortener"})
@@ -12,6 +18,7 @@
 package idptest
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -20,10 +27,11 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,17 +43,50 @@ import (
 // Client is an OAuth client known to the server's token endpoint.
 type Client struct {
 	ID          string
-	Secret      string
+	Secret      string              // required: every client is confidential
 	RealmRoles  []string            // realm_access.roles of its service-account tokens
 	ClientRoles map[string][]string // resource_access of its service-account tokens
 	Scope       string              // scope claim; default "profile email"
+	// RedirectURIs are the redirect and post-logout redirect URIs the
+	// authorization and end-session endpoints accept for this client,
+	// compared exactly. [any http or https URI]
+	RedirectURIs []string
 }
 
-// Options configure NewServer. Zero values get the defaults in brackets.
+// User is the fixed test user the authorization endpoint logs in.
+type User struct {
+	Username    string              // preferred_username ["alice"]
+	Sub         string              // sub ["user-" + Username]
+	Email       string              // [Username + "@example.com"]
+	RealmRoles  []string            // added to offline_access, default-roles-<realm>
+	ClientRoles map[string][]string // resource_access, next to account's roles
+}
+
+// Options configure Start and NewServer. Zero values get the defaults in
+// brackets.
 type Options struct {
 	Realm   string        // ["demo"]
 	Clients []Client      // clients for the token endpoint [none]
-	TTL     time.Duration // lifetime of tokens from the token endpoint [5m]
+	TTL     time.Duration // lifetime of access and ID tokens [5m]
+
+	// Addr is the TCP address to listen on. ["127.0.0.1:0"]
+	Addr string
+	// PublicURL is the base URL the provider advertises (the issuer is
+	// PublicURL + "/realms/" + Realm), for a listener behind a port mapping.
+	// ["http://" + the listener's address]
+	PublicURL string
+	// User is the user the authorization endpoint logs in. [alice]
+	User User
+	// LoginError makes the authorization endpoint refuse every login with
+	// this OAuth error code (e.g. "access_denied"); see SetLoginError. [none]
+	LoginError string
+	// OpaqueRefreshTokens issues random strings as refresh tokens instead of
+	// Keycloak-style JWTs (HS256, typ "Refresh"). [false]
+	OpaqueRefreshTokens bool
+	// RefreshTTL is the lifetime of refresh tokens. [30m]
+	RefreshTTL time.Duration
+	// CodeTTL is the lifetime of authorization codes. [1m]
+	CodeTTL time.Duration
 }
 
 // Server is a running test provider. Its fields are read-only.
@@ -54,9 +95,15 @@ type Server struct {
 	Realm  string // idp.Config.Realm
 	Issuer string // URL + "/realms/" + Realm
 
-	t   testing.TB
-	srv *httptest.Server
-	ttl time.Duration
+	t         testing.TB // nil when started by Start
+	srv       *http.Server
+	ln        net.Listener
+	closeOnce sync.Once
+	ttl       time.Duration
+	opts      Options
+	hmacKey   []byte // signs JWT refresh tokens, as Keycloak's realm HMAC key
+
+	flow flowState // authorization codes, sessions, refresh tokens
 
 	mu      sync.Mutex
 	rsaKey  *rsa.PrivateKey
@@ -69,47 +116,111 @@ type Server struct {
 	down    bool
 	mux     *http.ServeMux
 
-	jwksFetches atomic.Int64
+	jwksFetches   atomic.Int64
+	tokenRequests atomic.Int64
 }
 
-// NewServer starts a provider on 127.0.0.1 and stops it at the end of the
-// test. It calls t.Fatal when it cannot start.
+// NewServer starts a provider on 127.0.0.1 (or Options.Addr) and stops it
+// at the end of the test. It calls t.Fatal when it cannot start; misuse of
+// its methods later is t.Fatal too.
 func NewServer(t testing.TB, opts ...Options) *Server {
 	t.Helper()
 	var o Options
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	s, err := start(o, t)
+	if err != nil {
+		t.Fatalf("idptest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start runs a provider outside tests (for demos and examples) until
+// Close. Misuse of its methods panics. It is NOT for production: see the
+// package documentation.
+func Start(opts Options) (*Server, error) { return start(opts, nil) }
+
+func start(o Options, t testing.TB) (*Server, error) {
 	if o.Realm == "" {
 		o.Realm = "demo"
 	}
 	if o.TTL == 0 {
 		o.TTL = 5 * time.Minute
 	}
-	s := &Server{t: t, Realm: o.Realm, ttl: o.TTL, clients: make(map[string]Client)}
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	if o.RefreshTTL == 0 {
+		o.RefreshTTL = 30 * time.Minute
+	}
+	if o.CodeTTL == 0 {
+		o.CodeTTL = time.Minute
+	}
+	o.User = o.User.withDefaults()
+	s := &Server{t: t, Realm: o.Realm, ttl: o.TTL, opts: o, clients: make(map[string]Client)}
 	for _, c := range o.Clients {
 		s.clients[c.ID] = c
 	}
-	s.rotateLocked()
-	s.encKey = mustRSA(t)
-	s.mux = http.NewServeMux()
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s.flow.init(o)
+	s.hmacKey = make([]byte, 32)
+	_, _ = rand.Read(s.hmacKey)
+	if err := s.rotateLocked(); err != nil {
+		return nil, err
+	}
+	enc, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, fmt.Errorf("idptest: %w", err)
+	}
+	s.encKey = enc
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("idptest: listen: %w", err)
+	}
+	s.ln = ln
+	s.URL = o.PublicURL
+	if s.URL == "" {
+		s.URL = "http://" + ln.Addr().String()
+	}
 	s.Issuer = s.URL + "/realms/" + s.Realm
+	s.mux = http.NewServeMux()
 	base := "/realms/" + s.Realm
 	s.mux.HandleFunc("GET "+base+"/.well-known/openid-configuration", s.discovery)
 	s.mux.HandleFunc("GET "+base+"/protocol/openid-connect/certs", s.jwks)
 	s.mux.HandleFunc("POST "+base+"/protocol/openid-connect/token", s.token)
-	t.Cleanup(s.srv.Close)
-	return s
+	s.routeFlow(base + "/protocol/openid-connect")
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// fail reports misuse: t.Fatalf under NewServer, a panic under Start.
+func (s *Server) fail(format string, args ...any) {
+	if s.t != nil {
+		s.t.Helper()
+		s.t.Fatalf(format, args...)
+		return
+	}
+	panic(fmt.Sprintf(format, args...))
 }
 
 // Handle adds a handler to the provider's mux (pattern as http.ServeMux),
 // for tests that need more endpoints.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// Close stops the server (also done automatically at the end of the test).
-func (s *Server) Close() { s.srv.Close() }
+// Close stops the server and closes its connections (done automatically
+// at the end of the test under NewServer). It may be called more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := s.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			_ = s.srv.Close()
+		}
+		_ = s.srv.Close()
+	})
+}
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -155,8 +266,11 @@ func (s *Server) RSAPublicKey() *rsa.PublicKey {
 // has ended.
 func (s *Server) RotateKey() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rotateLocked()
+	err := s.rotateLocked()
+	s.mu.Unlock()
+	if err != nil {
+		s.fail("%v", err)
+	}
 }
 
 // PublishJWK adds a raw JWK to the JWKS document as is (for tests of
@@ -167,15 +281,18 @@ func (s *Server) PublishJWK(jwk map[string]any) {
 	s.extra = append(s.extra, jwk)
 }
 
-func (s *Server) rotateLocked() {
-	s.rsaKey = mustRSA(s.t)
-	s.rsaKID = randomHex(8)
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+func (s *Server) rotateLocked() error {
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		s.t.Fatalf("idptest: %v", err)
+		return fmt.Errorf("idptest: %w", err)
 	}
-	s.ecKey = k
-	s.ecKID = randomHex(8)
+	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("idptest: %w", err)
+	}
+	s.rsaKey, s.rsaKID = rk, randomHex(8)
+	s.ecKey, s.ecKID = ek, randomHex(8)
+	return nil
 }
 
 // MintOptions select how MintWith signs.
@@ -201,7 +318,18 @@ func (s *Server) Mint(claims map[string]any) string {
 
 // MintWith is Mint with signing options.
 func (s *Server) MintWith(o MintOptions, claims map[string]any) string {
-	s.t.Helper()
+	if s.t != nil {
+		s.t.Helper()
+	}
+	tok, err := s.sign(o, claims)
+	if err != nil {
+		s.fail("%v", err)
+	}
+	return tok
+}
+
+// sign is MintWith returning its error, for use in handlers.
+func (s *Server) sign(o MintOptions, claims map[string]any) (string, error) {
 	mc := jwt.MapClaims{}
 	if !o.NoDefaults {
 		now := time.Now()
@@ -227,7 +355,7 @@ func (s *Server) MintWith(o MintOptions, claims map[string]any) string {
 		method, key, kid = jwt.SigningMethodES256, s.ecKey, s.ecKID
 	} else if o.Alg != "" && o.Alg != "RS256" {
 		s.mu.Unlock()
-		s.t.Fatalf("idptest: MintWith: unsupported Alg %q", o.Alg)
+		return "", fmt.Errorf("idptest: MintWith: unsupported Alg %q", o.Alg)
 	}
 	s.mu.Unlock()
 	if o.Key != nil {
@@ -251,9 +379,9 @@ func (s *Server) MintWith(o MintOptions, claims map[string]any) string {
 	}
 	signed, err := tok.SignedString(key)
 	if err != nil {
-		s.t.Fatalf("idptest: sign: %v", err)
+		return "", fmt.Errorf("idptest: sign: %w", err)
 	}
-	return signed
+	return signed, nil
 }
 
 // UserClaims returns the claims of a Keycloak user access token obtained by
@@ -319,18 +447,23 @@ func (s *Server) ServiceClaims(c Client) map[string]any {
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	p := s.Issuer + "/protocol/openid-connect"
 	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                                s.Issuer,
-		"authorization_endpoint":                p + "/auth",
-		"token_endpoint":                        p + "/token",
-		"jwks_uri":                              p + "/certs",
-		"userinfo_endpoint":                     p + "/userinfo",
-		"end_session_endpoint":                  p + "/logout",
-		"revocation_endpoint":                   p + "/revoke",
-		"introspection_endpoint":                p + "/token/introspect",
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token", "client_credentials"},
-		"response_types_supported":              []string{"code"},
-		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
-		"code_challenge_methods_supported":      []string{"S256"},
+		"issuer":                                     s.Issuer,
+		"authorization_endpoint":                     p + "/auth",
+		"token_endpoint":                             p + "/token",
+		"jwks_uri":                                   p + "/certs",
+		"userinfo_endpoint":                          p + "/userinfo",
+		"end_session_endpoint":                       p + "/logout",
+		"revocation_endpoint":                        p + "/revoke",
+		"introspection_endpoint":                     p + "/token/introspect",
+		"grant_types_supported":                      []string{"authorization_code", "refresh_token", "client_credentials"},
+		"scopes_supported":                           []string{"openid", "profile", "email", "offline_access"},
+		"subject_types_supported":                    []string{"public"},
+		"token_endpoint_auth_methods_supported":      []string{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
+		"claims_supported":                           []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "at_hash", "azp", "sid", "email", "preferred_username", "name"},
+		"response_types_supported":                   []string{"code"},
+		"id_token_signing_alg_values_supported":      []string{"RS256", "ES256"},
+		"code_challenge_methods_supported":           []string{"S256"},
 	})
 }
 
@@ -347,12 +480,49 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
 }
 
-// token serves grant_type=client_credentials with client_secret_basic or
+// token serves grant_type client_credentials, authorization_code (PKCE
+// S256 required) and refresh_token, with client_secret_basic or
 // client_secret_post, as Keycloak does.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	s.tokenRequests.Add(1)
+	c, ok := s.clientAuth(w, r)
+	if !ok {
+		return
+	}
+	switch gt := r.PostForm.Get("grant_type"); gt {
+	case "client_credentials":
+		claims := s.ServiceClaims(c)
+		claims["exp"] = time.Now().Add(s.ttl).Unix()
+		s.applyHook("Bearer", claims)
+		tok, err := s.sign(MintOptions{}, claims)
+		if err != nil {
+			oauthError(w, http.StatusInternalServerError, "server_error", "signing failed")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"access_token":       tok,
+			"expires_in":         int(s.ttl.Seconds()),
+			"refresh_expires_in": 0,
+			"token_type":         "Bearer",
+			"not-before-policy":  0,
+			"scope":              claims["scope"],
+		})
+	case "authorization_code":
+		s.codeGrant(w, r, c)
+	case "refresh_token":
+		s.refreshGrant(w, r, c)
+	default:
+		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", fmt.Sprintf("grant type %q is not supported", gt))
+	}
+}
+
+// clientAuth parses the form and authenticates the client (HTTP Basic or
+// form fields); on failure it answers the OAuth error itself.
+func (s *Server) clientAuth(w http.ResponseWriter, r *http.Request) (Client, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_request", "malformed form")
-		return
+		return Client{}, false
 	}
 	id, secret, ok := r.BasicAuth()
 	if !ok {
@@ -363,24 +533,14 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if !known || c.Secret != secret || secret == "" {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
-		return
+		return Client{}, false
 	}
-	switch gt := r.PostForm.Get("grant_type"); gt {
-	case "client_credentials":
-		claims := s.ServiceClaims(c)
-		claims["exp"] = time.Now().Add(s.ttl).Unix()
-		writeJSON(w, http.StatusOK, map[string]any{
-			"access_token":       s.Mint(claims),
-			"expires_in":         int(s.ttl.Seconds()),
-			"refresh_expires_in": 0,
-			"token_type":         "Bearer",
-			"not-before-policy":  0,
-			"scope":              claims["scope"],
-		})
-	default:
-		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", fmt.Sprintf("grant type %q is not supported", gt))
-	}
+	return c, true
 }
+
+// TokenRequests counts the requests to the token endpoint, whatever their
+// outcome.
+func (s *Server) TokenRequests() int { return int(s.tokenRequests.Load()) }
 
 func oauthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
@@ -413,14 +573,6 @@ func ecJWK(k *ecdsa.PublicKey, kid string) map[string]any {
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-func mustRSA(t testing.TB) *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatalf("idptest: %v", err)
-	}
-	return k
-}
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -1,0 +1,207 @@
+package idp
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func testSealer(t testing.TB, secret string) *sealer {
+	t.Helper()
+	s, err := newSealer([]byte(secret), "login-state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+const testSecret = "0123456789abcdef0123456789abcdef"
+
+func TestSealRoundTrip(t *testing.T) {
+	s := testSealer(t, testSecret)
+	now := time.Unix(1_800_000_000, 0)
+	in := loginState{State: "st", Nonce: "no", Verifier: "ve", ReturnTo: "/r", Exp: now.Add(time.Minute).Unix()}
+	v, err := s.seal("c", in, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out loginState
+	if err := s.open("c", v, now, &out); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if out != in {
+		t.Fatalf("got %+v, want %+v", out, in)
+	}
+	if strings.Contains(v, "st") && strings.Contains(v, "ve") {
+		// Not a proof of encryption, but a plain-text leak would show.
+		if dec, _ := base64.RawURLEncoding.DecodeString(v); bytes.Contains(dec, []byte(`"v":"ve"`)) {
+			t.Fatal("sealed value holds the plain text")
+		}
+	}
+	v2, _ := s.seal("c", in, now.Add(time.Minute))
+	if v == v2 {
+		t.Fatal("two seals of the same value are equal: nonce reused")
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	s := testSealer(t, testSecret)
+	now := time.Unix(1_800_000_000, 0)
+	good, err := s.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(good)
+	flip := func(i int) string {
+		b := bytes.Clone(raw)
+		b[i] ^= 1
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	other := testSealer(t, "another secret of at least 32 bytes!!")
+	otherVal, _ := other.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	otherPurpose, _ := newSealer([]byte(testSecret), "session")
+	purposeVal, _ := otherPurpose.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	cases := []struct {
+		name, value, cookie string
+		at                  time.Time
+		want                error
+	}{
+		{"empty", "", "c", now, errSealed},
+		{"not base64", "!!!", "c", now, errSealed},
+		{"too short", base64.RawURLEncoding.EncodeToString(raw[:10]), "c", now, errSealed},
+		{"version byte", flip(0), "c", now, errSealed},
+		{"nonce bit", flip(3), "c", now, errSealed},
+		{"ciphertext bit", flip(len(raw) / 2), "c", now, errSealed},
+		{"tag bit", flip(len(raw) - 1), "c", now, errSealed},
+		{"truncated", good[:len(good)-4], "c", now, errSealed},
+		{"other cookie name", good, "d", now, errSealed},
+		{"other secret", otherVal, "c", now, errSealed},
+		{"other purpose", purposeVal, "c", now, errSealed},
+		{"oversized", strings.Repeat("A", 9000), "c", now, errSealed},
+		{"expired", good, "c", now.Add(time.Minute), errSealedExpired},
+		{"good", good, "c", now, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var st loginState
+			err := s.open(tc.cookie, tc.value, tc.at, &st)
+			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+				t.Fatalf("open = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestUsedSet(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	u := newUsedSet(4)
+	if !u.use("a", now.Add(time.Minute), now) {
+		t.Fatal("first use refused")
+	}
+	if u.use("a", now.Add(time.Minute), now) {
+		t.Fatal("second use accepted")
+	}
+	if !u.use("a", now.Add(2*time.Minute), now.Add(time.Minute)) {
+		t.Fatal("use after expiry refused")
+	}
+	for i := range 100 {
+		u.use(string(rune('b'+i)), now.Add(time.Hour), now)
+		if len(u.seen) > 4 {
+			t.Fatalf("set grew to %d entries, bound is 4", len(u.seen))
+		}
+	}
+}
+
+func TestSafeReturnTo(t *testing.T) {
+	good := []string{
+		"/", "/reports", "/reports?x=1&y=%2F", "/a/b#frag", "/caf%C3%A9", "/search?q=100%25", "/a:b", "/a..b/c.d",
+	}
+	bad := []string{
+		"", "reports", "//evil.example", "///evil.example", "/\\evil.example", "\\\\evil.example",
+		"https://evil.example", "http:/evil.example", "javascript:alert(1)", "/%2F%2Fevil.example",
+		"/%2fevil.example", "/%5Cevil.example", "/%5cevil", "/%252F%252Fevil.example", "/%25252F%25252Fevil",
+		"/a\\b", "/a\r\nSet-Cookie:x=1", "/a%0d%0aX:1", "/a\x00", "/%00", "/a\tb", "/\x7f",
+		"/./", "/.//evil.example", "/a/../..//evil", "/%2E%2E/x", "/a%zz", "/" + strings.Repeat("a", 3000),
+		"/\xff", " /a", "/%252525252F%252525252Fevil",
+	}
+	for _, s := range good {
+		if got, ok := safeReturnTo(s); !ok || got != s {
+			t.Errorf("safeReturnTo(%q) = %q, %v; want accepted", s, got, ok)
+		}
+	}
+	for _, s := range bad {
+		if got, ok := safeReturnTo(s); ok {
+			t.Errorf("safeReturnTo(%q) = %q accepted; want refused", s, got)
+		}
+	}
+}
+
+// FuzzSafeReturnTo: whatever is accepted stays on this site once resolved
+// against it, in every decoded form.
+func FuzzSafeReturnTo(f *testing.F) {
+	for _, s := range []string{"/", "/a?b=c", "//evil", "/\\evil", "/%2F%2Fevil", "/%5Cevil", "https://e", "/.//e", "/%252F/e"} {
+		f.Add(s)
+	}
+	base, _ := url.Parse("https://app.example/auth/callback")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := safeReturnTo(s)
+		if !ok {
+			return
+		}
+		if got != s {
+			t.Fatalf("accepted value changed: %q -> %q", s, got)
+		}
+		cur := s
+		for range 4 {
+			if strings.HasPrefix(cur, "//") || strings.ContainsAny(cur, "\\\r\n\t\x00") || !strings.HasPrefix(cur, "/") {
+				t.Fatalf("accepted %q has unsafe form %q", s, cur)
+			}
+			u, err := url.Parse(cur)
+			if err == nil {
+				if r := base.ResolveReference(u); r.Host != "app.example" || r.Scheme != "https" {
+					t.Fatalf("accepted %q resolves to %s", s, r)
+				}
+			}
+			dec, err := url.PathUnescape(cur)
+			if err != nil || dec == cur {
+				break
+			}
+			cur = dec
+		}
+	})
+}
+
+// FuzzOpenSealed: opening arbitrary cookie values never panics and never
+// succeeds without the key; sealing then opening any state round-trips.
+func FuzzOpenSealed(f *testing.F) {
+	s := testSealer(f, testSecret)
+	now := time.Unix(1_800_000_000, 0)
+	good, _ := s.seal(LoginStateCookie, loginState{State: "s"}, now.Add(time.Minute))
+	for _, v := range []string{good, "", "AQ", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", good[:20], good + "A"} {
+		f.Add(v, "s")
+	}
+	f.Fuzz(func(t *testing.T, value, state string) {
+		var st loginState
+		if err := s.open(LoginStateCookie, value, now, &st); err == nil && value != good {
+			t.Fatalf("forged value %q opened", value)
+		}
+		in := loginState{State: state, Nonce: value, Exp: 1}
+		v, err := s.seal(LoginStateCookie, in, now.Add(time.Minute))
+		if err != nil {
+			t.Fatalf("seal: %v", err)
+		}
+		var out loginState
+		if err := s.open(LoginStateCookie, v, now, &out); err != nil {
+			t.Fatalf("round trip failed: %v", err)
+		}
+		// JSON replaces invalid UTF-8; valid strings come back unchanged.
+		if utf8.ValidString(state) && utf8.ValidString(value) && out != in {
+			t.Fatalf("round trip changed the state: %+v != %+v", out, in)
+		}
+	})
+}
