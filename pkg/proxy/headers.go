@@ -1,0 +1,246 @@
+package proxy
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strings"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// strippedAlways are request headers never forwarded as the client sent
+// them, compared case-insensitively with '_' read as '-'. Besides these,
+// every header starting with X-Auth-Request- or X-Forwarded-, Forwarded,
+// Authorization and the configured identity headers are stripped; the
+// proxy then sets its own.
+var strippedAlways = []string{
+	// identity, as other proxies and frameworks name it
+	"x-remote-user", "remote-user", "x-remote-email", "x-remote-groups",
+	"x-user", "x-email", "x-auth-user", "x-authenticated-user", "x-userinfo",
+	"x-id-token", "x-access-token",
+	// request rewriting: never used by the proxy, never forwarded
+	"x-original-url", "x-original-uri", "x-rewrite-url", "x-envoy-original-path",
+	"x-http-method-override", "x-http-method", "x-method-override", "x-original-method",
+	// client addresses
+	"x-real-ip", "x-client-ip", "true-client-ip", "x-cluster-client-ip",
+	// set by the proxy
+	"x-request-id", "authorization", "forwarded",
+}
+
+var strippedPrefixes = []string{"x-auth-request-", "x-forwarded-"}
+
+// headerRules strips and sets the identity headers of forwarded requests.
+type headerRules struct {
+	strip          map[string]struct{}
+	forwardToken   bool
+	trustForwarded bool
+	user           string // canonical names; "" = not sent
+	username       string
+	email          string
+	roles          string
+}
+
+func newHeaderRules(c HeadersConfig) *headerRules {
+	h := &headerRules{
+		strip:          make(map[string]struct{}, len(strippedAlways)+4),
+		forwardToken:   c.ForwardToken,
+		trustForwarded: c.TrustForwarded,
+		user:           canonical(c.User),
+		username:       canonical(c.PreferredUsername),
+		email:          canonical(c.Email),
+		roles:          canonical(c.Roles),
+	}
+	for _, n := range strippedAlways {
+		h.strip[n] = struct{}{}
+	}
+	for _, n := range []string{c.User, c.PreferredUsername, c.Email, c.Roles} {
+		if n != "" {
+			h.strip[foldName(n)] = struct{}{}
+		}
+	}
+	return h
+}
+
+func canonical(name string) string {
+	if name == "" {
+		return ""
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
+// foldName lower-cases name and reads '_' as '-'.
+func foldName(name string) string {
+	b := []byte(strings.ToLower(name))
+	for i, c := range b {
+		if c == '_' {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+// stripped reports whether the client-sent header key must go, in any
+// spelling: Go canonicalises "x-auth-request-user" but keeps
+// "X_Auth_Request_User" as sent, and some upstreams (CGI, WSGI, PHP) read
+// both as HTTP_X_AUTH_REQUEST_USER.
+func (h *headerRules) stripped(key string) bool {
+	var buf [96]byte
+	if len(key) > len(buf) {
+		return h.strippedSlow(key)
+	}
+	n := len(key)
+	for i := 0; i < n; i++ {
+		c := key[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		buf[i] = c
+	}
+	folded := buf[:n]
+	if _, ok := h.strip[string(folded)]; ok { // no allocation: map lookup with a converted key
+		return true
+	}
+	for _, p := range strippedPrefixes {
+		if len(folded) >= len(p) && string(folded[:len(p)]) == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *headerRules) strippedSlow(key string) bool {
+	f := foldName(key)
+	if _, ok := h.strip[f]; ok {
+		return true
+	}
+	for _, p := range strippedPrefixes {
+		if strings.HasPrefix(f, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripAll removes every stripped header from hdr.
+func (h *headerRules) stripAll(hdr http.Header) {
+	for k := range hdr {
+		if h.stripped(k) {
+			delete(hdr, k)
+		}
+	}
+}
+
+// setIdentity sets the identity headers and the token on hdr, which
+// stripAll has cleaned.
+func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw string) {
+	if h.forwardToken && raw != "" {
+		hdr["Authorization"] = []string{"Bearer " + raw}
+	}
+	if u == nil {
+		return
+	}
+	set := func(name, v string) {
+		if name != "" && v != "" {
+			hdr[name] = []string{headerValue(v)}
+		}
+	}
+	set(h.user, u.Sub)
+	set(h.username, u.PreferredUsername)
+	set(h.email, u.Email)
+	if h.roles != "" && len(u.RealmRoles) > 0 {
+		hdr[h.roles] = []string{joinRoles(u.RealmRoles)}
+	}
+}
+
+// headerValue returns v when it is printable ASCII, and otherwise its RFC
+// 2047 encoded-word "=?UTF-8?B?<base64>?=" (mime.WordDecoder decodes it):
+// CR, LF, NUL, other control characters and non-ASCII letters can never
+// reach the upstream raw. A printable value that itself starts with "=?"
+// is encoded too, so that decoding is never ambiguous.
+func headerValue(v string) string {
+	if needsEncoding(v) {
+		return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+	}
+	return v
+}
+
+func needsEncoding(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x7f {
+			return true
+		}
+	}
+	return strings.HasPrefix(v, "=?")
+}
+
+// joinRoles joins roles with ","; a role holding a comma (or needing
+// encoding) is sent encoded, so that splitting on "," is always right.
+func joinRoles(roles []string) string {
+	if len(roles) == 1 {
+		return roleValue(roles[0])
+	}
+	var b strings.Builder
+	for i, r := range roles {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(roleValue(r))
+	}
+	return b.String()
+}
+
+func roleValue(r string) string {
+	if strings.IndexByte(r, ',') >= 0 && !needsEncoding(r) {
+		return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(r)) + "?="
+	}
+	return headerValue(r)
+}
+
+// validate checks the header names.
+func (c HeadersConfig) validate() []error {
+	var errs []error
+	seen := map[string]string{}
+	for _, f := range []struct{ key, name string }{
+		{"headers.user", c.User},
+		{"headers.preferred_username", c.PreferredUsername},
+		{"headers.email", c.Email},
+		{"headers.roles", c.Roles},
+	} {
+		if f.name == "" {
+			continue
+		}
+		if !validHeaderName(f.name) {
+			errs = append(errs, fmt.Errorf("proxy: %s %q is not a valid header name", f.key, f.name))
+			continue
+		}
+		folded := foldName(f.name)
+		if prev, dup := seen[folded]; dup {
+			errs = append(errs, fmt.Errorf("proxy: %s %q is the same header as %s", f.key, f.name, prev))
+		}
+		seen[folded] = f.key
+		switch {
+		case folded == "authorization", folded == "host", folded == "cookie", folded == "x-request-id",
+			folded == "connection", folded == "forwarded", strings.HasPrefix(folded, "x-forwarded-"):
+			errs = append(errs, fmt.Errorf("proxy: %s %q is reserved: choose another header name", f.key, f.name))
+		}
+	}
+	return errs
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,214 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// EnvPrefix starts the name of every environment override:
+// IDP_PROXY_<SECTION>_<KEY>, e.g. IDP_PROXY_IDP_CLIENT_SECRET or
+// IDP_PROXY_UPSTREAM_URL. List values are comma-separated. Routes cannot
+// be set from the environment.
+const EnvPrefix = "IDP_PROXY_"
+
+// EnvConfigFile names the environment variable that may give the config
+// file's path to cmd/idp-proxy; Load ignores it.
+const EnvConfigFile = EnvPrefix + "CONFIG"
+
+// LoadOptions are the layers Load puts over the file.
+type LoadOptions struct {
+	// Env is the environment as os.Environ returns it; only IDP_PROXY_*
+	// entries are read, and an unknown IDP_PROXY_ name is an error.
+	Env []string
+	// Overrides set keys by their dotted name ("listen", "upstream.url"),
+	// above the environment: the command line's flags.
+	Overrides map[string]any
+}
+
+// Load reads the YAML file at path ("" for none: defaults, environment and
+// overrides only), applies the environment and the overrides, and decodes
+// the result strictly: unknown keys are errors. Precedence, highest first:
+// overrides, environment, file, DefaultConfig. Durations are Go durations
+// ("90s", "1h") or plain numbers of seconds. Load checks types only; New
+// and Check check the rest.
+func Load(path string, o LoadOptions) (Config, error) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	keys := knownKeys()
+	def := DefaultConfig()
+	for _, k := range keys {
+		if val, ok := lookup(reflect.ValueOf(def), k); ok {
+			v.SetDefault(k, val)
+		}
+	}
+	var raw []byte
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("proxy: config: %w", err)
+		}
+		raw = b
+		if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+			return Config{}, fmt.Errorf("proxy: config %s: %w", path, err)
+		}
+	}
+	envNames := make(map[string]string, len(keys))
+	for _, k := range keys {
+		envNames[EnvName(k)] = k
+	}
+	var errs []error
+	for _, kv := range o.Env {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, EnvPrefix) || name == EnvConfigFile {
+			continue
+		}
+		k, known := envNames[name]
+		if !known {
+			errs = append(errs, fmt.Errorf("proxy: environment: unknown variable %s (routes cannot be set from the environment)", name))
+			continue
+		}
+		v.Set(k, val)
+	}
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	for k, val := range o.Overrides {
+		v.Set(k, val)
+	}
+	var c Config
+	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
+		dc.ErrorUnused = true
+		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
+			durationHook,
+			mapstructure.StringToSliceHookFunc(","),
+		)
+	})
+	if err != nil {
+		return Config{}, fmt.Errorf("proxy: config %s: %w", displayPath(path), err)
+	}
+	if raw != nil && len(c.Routes) > 0 {
+		// viper lower-cases every map key, the client IDs of client_roles
+		// included; client IDs are case-sensitive, so the routes are
+		// decoded again from the YAML as written.
+		var doc struct {
+			Routes []RouteConfig  `yaml:"routes"`
+			Rest   map[string]any `yaml:",inline"`
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		dec.KnownFields(true)
+		if err := dec.Decode(&doc); err != nil {
+			return Config{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
+		}
+		if len(doc.Routes) == len(c.Routes) {
+			c.Routes = doc.Routes
+		}
+	}
+	return c, nil
+}
+
+// EnvName returns the environment variable of a dotted key:
+// "idp.client_secret" is IDP_PROXY_IDP_CLIENT_SECRET.
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// durationHook decodes durations from Go duration strings or from numbers
+// of seconds (the specification gives jwks_cache_ttl and http_timeout in
+// seconds), never from a bare number of nanoseconds.
+func durationHook(_ reflect.Type, to reflect.Type, data any) (any, error) {
+	if to != durationType {
+		return data, nil
+	}
+	seconds := func(f float64) (any, error) {
+		if f < 0 || f > float64(1<<62)/float64(time.Second) {
+			return nil, fmt.Errorf("%v seconds is out of range", f)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	switch d := data.(type) {
+	case time.Duration:
+		return d, nil
+	case int:
+		return seconds(float64(d))
+	case int64:
+		return seconds(float64(d))
+	case uint64:
+		return seconds(float64(d))
+	case float64:
+		return seconds(d)
+	case string:
+		s := strings.TrimSpace(d)
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return seconds(f)
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a duration (like 10s, 1m30s) or a number of seconds", d)
+		}
+		return v, nil
+	}
+	return data, nil
+}
+
+func displayPath(p string) string {
+	if p == "" {
+		return "(no file)"
+	}
+	return p
+}
+
+// knownKeys lists the dotted keys of the scalar and list settings of
+// Config (not routes), from its mapstructure tags.
+func knownKeys() []string {
+	var out []string
+	var walk func(t reflect.Type, prefix string)
+	walk = func(t reflect.Type, prefix string) {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("mapstructure")
+			if tag == "" || tag == "routes" {
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+				walk(f.Type, prefix+tag+".")
+				continue
+			}
+			out = append(out, prefix+tag)
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+	sort.Strings(out)
+	return out
+}
+
+// lookup returns the field of v at the dotted key.
+func lookup(v reflect.Value, key string) (any, bool) {
+	for _, part := range strings.Split(key, ".") {
+		t := v.Type()
+		found := false
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).Tag.Get("mapstructure") == part {
+				v = v.Field(i)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+	}
+	return v.Interface(), true
+}

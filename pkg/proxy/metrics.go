@@ -1,0 +1,150 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// decision is what the proxy decided for a request: the "decision" label
+// of idp_proxy_requests_total and the access log.
+type decision uint8
+
+const (
+	decAllowed     decision = iota // valid token, guards passed: forwarded
+	decPublic                      // public rule or excluded path: forwarded
+	decNoToken                     // 401, no token
+	decInvalid                     // 401/400, invalid token or ambiguous credentials
+	decForbidden                   // 403, a guard refused
+	decDenied                      // 403, default_policy deny
+	decUnavailable                 // 503, provider keys not loaded
+	decBadRequest                  // 400/405/413, rejected before any rule applied
+	decAuthRoute                   // served by the idp /auth routes
+	numDecisions
+)
+
+var decisionNames = [numDecisions]string{
+	"allowed", "public", "no_token", "invalid_token", "forbidden", "denied", "unavailable", "bad_request", "auth_route",
+}
+
+func (d decision) String() string { return decisionNames[d] }
+
+// ruleMetrics are the request counters of one rule, resolved once so that
+// counting costs no label lookup.
+type ruleMetrics struct {
+	byDecision [numDecisions]prometheus.Counter
+}
+
+func (m *ruleMetrics) inc(d decision) {
+	if m != nil {
+		m.byDecision[d].Inc()
+	}
+}
+
+// metrics are one proxy's collectors, in its own registry.
+type metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	verify       prometheus.Histogram
+	upstreamOK   prometheus.Observer
+	upstreamFail prometheus.Observer
+}
+
+var latencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+func newMetrics(p *idp.Plugin) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idp_proxy_requests_total",
+			Help: "Requests by rule (its match pattern, or (default), (excluded) PATH, (auth), (invalid)) and decision.",
+		}, []string{"rule", "decision"}),
+		verify: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "idp_proxy_token_verification_duration_seconds",
+			Help:    "Time to extract and verify a token (cache hits included).",
+			Buckets: latencyBuckets,
+		}),
+	}
+	upstream := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "idp_proxy_upstream_duration_seconds",
+		Help:    "Time from sending a request upstream to its response headers, by outcome (ok: a response, error: none).",
+		Buckets: latencyBuckets,
+	}, []string{"outcome"})
+	m.upstreamOK = upstream.WithLabelValues("ok")
+	m.upstreamFail = upstream.WithLabelValues("error")
+	stat := func(f func(idp.Stats) float64) func() float64 {
+		return func() float64 { return f(p.Stats()) }
+	}
+	m.reg.MustRegister(m.requests, m.verify, upstream,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "idp_proxy_jwks_refreshes_total", Help: "Successful fetches of the provider's key set.",
+		}, stat(func(s idp.Stats) float64 { return float64(s.Keys.Refreshes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "idp_proxy_jwks_failures_total", Help: "Failed fetches of the provider's key set.",
+		}, stat(func(s idp.Stats) float64 { return float64(s.Keys.Failures) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "idp_proxy_jwks_unknown_kid_skips_total", Help: "Key-set refetches for unknown kids refused by the rate limit.",
+		}, stat(func(s idp.Stats) float64 { return float64(s.Keys.UnknownKIDSkips) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idp_proxy_jwks_keys", Help: "Usable verification keys in the cache.",
+		}, stat(func(s idp.Stats) float64 { return float64(s.Keys.Keys) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idp_proxy_jwks_ready", Help: "1 when the provider's keys are loaded, else 0.",
+		}, stat(func(s idp.Stats) float64 {
+			if s.Keys.Ready {
+				return 1
+			}
+			return 0
+		})),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idp_proxy_jwks_last_refresh_timestamp_seconds", Help: "Unix time of the last successful key-set fetch (0 before the first).",
+		}, stat(func(s idp.Stats) float64 {
+			if s.Keys.LastRefresh.IsZero() {
+				return 0
+			}
+			return float64(s.Keys.LastRefresh.UnixNano()) / 1e9
+		})),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idp_proxy_verified_tokens_cached", Help: "Entries of the verified-token cache.",
+		}, stat(func(s idp.Stats) float64 { return float64(s.CachedTokens) })),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// forRule resolves the counters of the rule labelled label.
+func (m *metrics) forRule(label string) *ruleMetrics {
+	rm := &ruleMetrics{}
+	for d := range numDecisions {
+		rm.byDecision[d] = m.requests.WithLabelValues(label, d.String())
+	}
+	return rm
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// timedTransport records the upstream latency of every round trip.
+type timedTransport struct {
+	rt       http.RoundTripper
+	ok, fail prometheus.Observer
+}
+
+func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.rt.RoundTrip(r)
+	d := time.Since(start).Seconds()
+	if err != nil {
+		t.fail.Observe(d)
+	} else {
+		t.ok.Observe(d)
+	}
+	return resp, err
+}

@@ -1,0 +1,94 @@
+package proxy
+
+// checkPath checks the escaped path of a request (url.URL.EscapedPath)
+// and returns "" when it is unambiguous, or the reason it is rejected.
+//
+// The proxy never normalises paths: a path is accepted only when every
+// reasonable server decodes it to the same thing the rules judged, and it
+// is then forwarded byte for byte. Rejected (400):
+//
+//   - anything not starting with "/" (including "*" and empty paths);
+//   - empty segments ("//"), and "." or ".." segments, also percent-encoded
+//     ("%2e", "%2E%2e");
+//   - encoded slashes and backslashes ("%2F", "%5C"), literal backslashes;
+//   - ";" and "%3B" (path parameters, which servlet containers strip);
+//   - "%25" (an encoded "%", the door to double decoding);
+//   - control characters, raw or encoded (NUL, CR, LF, TAB, DEL, ...);
+//   - bytes outside ASCII that are not percent-encoded;
+//   - malformed percent-encoding ("%", "%4", "%zz").
+//
+// Encoded bytes outside that list, "%C3%A9" for example, are fine: the
+// path is matched decoded and forwarded encoded, as received.
+func checkPath(p string) string {
+	if p == "" || p[0] != '/' {
+		return "the path must start with '/'"
+	}
+	segLen, segDots := 0, 0 // decoded length of the current segment, and how many of its bytes are '.'
+	endSegment := func() string {
+		if segLen > 0 && segLen == segDots && segLen <= 2 {
+			return "dot segments ('.' or '..') are not allowed in paths"
+		}
+		return ""
+	}
+	for i := 1; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '/':
+			if segLen == 0 {
+				return "empty path segments ('//') are not allowed"
+			}
+			if r := endSegment(); r != "" {
+				return r
+			}
+			segLen, segDots = 0, 0
+			continue
+		case c == '%':
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return "malformed percent-encoding in the path"
+			}
+			d := unhex(p[i+1])<<4 | unhex(p[i+2])
+			i += 2
+			switch {
+			case d == '/':
+				return "encoded slashes ('%2F') are not allowed in paths"
+			case d == '\\':
+				return "encoded backslashes ('%5C') are not allowed in paths"
+			case d == ';':
+				return "encoded semicolons ('%3B') are not allowed in paths"
+			case d == '%':
+				return "encoded percent signs ('%25') are not allowed in paths"
+			case d < 0x20 || d == 0x7f:
+				return "control characters are not allowed in paths"
+			}
+			c = d
+		case c == '\\':
+			return "backslashes are not allowed in paths"
+		case c == ';':
+			return "';' path parameters are not allowed"
+		case c < 0x20 || c == 0x7f:
+			return "control characters are not allowed in paths"
+		case c >= 0x80:
+			return "bytes outside ASCII must be percent-encoded in paths"
+		}
+		segLen++
+		if c == '.' {
+			segDots++
+		}
+	}
+	return endSegment()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}

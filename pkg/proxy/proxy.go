@@ -1,0 +1,497 @@
+package proxy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// Options configure New. Zero values get the defaults in brackets.
+type Options struct {
+	// Logger receives the proxy's and the idp plugin's logs; tokens are
+	// never logged. [discard]
+	Logger *slog.Logger
+	// AccessLog receives one record per request (request id, method, path
+	// without query, status, bytes, duration, rule, decision, user), never
+	// a token or a header value. [none]
+	AccessLog *slog.Logger
+	// Transport carries requests to the upstream. [an *http.Transport
+	// tuned for a sidecar: upstream.max_idle_conns_per_host idle
+	// connections, upstream.timeout for response headers, no compression
+	// of its own, no environment proxy]
+	Transport http.RoundTripper
+	// IDPHTTPClient makes the calls to the identity provider. [pkg/idp's]
+	IDPHTTPClient *http.Client
+}
+
+// routesProvider is implemented by an *idp.Plugin that serves the /auth
+// routes (login, callback, logout, refresh).
+type routesProvider interface {
+	Routes() http.Handler
+}
+
+// Proxy is the authenticating reverse proxy: an http.Handler that judges
+// each request by the compiled rules, verifies its token with pkg/idp and
+// forwards it with identity headers. Create it with New.
+type Proxy struct {
+	cfg        Config
+	plugin     *idp.Plugin
+	rules      *ruleSet
+	headers    *headerRules
+	upstream   *url.URL
+	rp         *httputil.ReverseProxy
+	metrics    *metrics
+	log        *slog.Logger
+	access     *slog.Logger
+	authPrefix string       // "" unless include_routes
+	authRoutes http.Handler // nil unless include_routes
+	authRule   *rule
+	badRule    *rule // label of requests rejected before any rule
+	maxBody    int64
+
+	ridPrefix string
+	ridSeq    atomic.Uint64
+}
+
+// compiled is everything New derives from a Config without side effects.
+type compiled struct {
+	cfg      Config
+	idpCfg   idp.Config
+	rules    *ruleSet
+	headers  *headerRules
+	upstream *url.URL
+}
+
+func compile(cfg Config) (*compiled, error) {
+	cfg = cfg.withDefaults()
+	var errs []error
+	if err := cfg.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	ic, err := cfg.IDPConfig()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, cfg.IDP.ExcludedPaths)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.IDP.IncludeRoutes {
+		if _, ok := any((*idp.Plugin)(nil)).(routesProvider); !ok {
+			errs = append(errs, errors.New("proxy: idp.include_routes requires the /auth routes of pkg/idp (Plugin.Routes), which this build does not have; set include_routes: false"))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	u, _ := url.Parse(cfg.Upstream.URL) // validated
+	return &compiled{cfg: cfg, idpCfg: ic, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u}, nil
+}
+
+// Check validates cfg completely without contacting the provider or the
+// upstream, and returns the compiled rule table as check-config prints it.
+func Check(cfg Config) (string, error) {
+	c, err := compile(cfg)
+	if err != nil {
+		return "", err
+	}
+	// idp.New validates its config; with a cancelled context its key
+	// discovery stops at once without a request.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, err := idp.New(ctx, c.idpCfg)
+	if err != nil {
+		return "", err
+	}
+	_ = p.Close()
+	return c.table(), nil
+}
+
+func (c *compiled) table() string {
+	prefix := ""
+	if c.cfg.IDP.IncludeRoutes {
+		prefix = c.cfg.IDP.AuthPrefix
+	}
+	return c.rules.table(prefix)
+}
+
+// New compiles cfg and returns a Proxy. Like idp.New it does not wait for
+// the provider: until its keys are loaded, protected routes answer 503
+// and /readyz reports not ready. Background work stops with ctx or Close.
+func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
+	c, err := compile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c.idpCfg.Logger = log
+	c.idpCfg.HTTPClient = o.IDPHTTPClient
+	plugin, err := idp.New(ctx, c.idpCfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{
+		cfg:      c.cfg,
+		plugin:   plugin,
+		rules:    c.rules,
+		headers:  c.headers,
+		upstream: c.upstream,
+		metrics:  newMetrics(plugin),
+		log:      log,
+		access:   o.AccessLog,
+		authRule: &rule{index: -1, pattern: c.cfg.IDP.AuthPrefix + "/", desc: "idp /auth routes", label: "(auth)"},
+		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
+		maxBody:  c.cfg.Server.MaxBodyBytes,
+	}
+	if c.cfg.IDP.IncludeRoutes {
+		rp, ok := any(plugin).(routesProvider)
+		if !ok { // compile checked it
+			return nil, errors.New("proxy: pkg/idp lacks Plugin.Routes")
+		}
+		p.authPrefix = c.cfg.IDP.AuthPrefix
+		p.authRoutes = rp.Routes()
+	}
+	for _, r := range p.rules.rules {
+		r.metrics = p.metrics.forRule(r.label)
+	}
+	for _, r := range p.rules.exclude {
+		r.metrics = p.metrics.forRule(r.label)
+	}
+	p.rules.def.metrics = p.metrics.forRule(p.rules.def.label)
+	p.authRule.metrics = p.metrics.forRule(p.authRule.label)
+	p.badRule.metrics = p.metrics.forRule(p.badRule.label)
+
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	p.ridPrefix = hex.EncodeToString(b[:]) + "-"
+
+	tr := o.Transport
+	if tr == nil {
+		tr = newTransport(c.cfg.Upstream)
+	}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      timedTransport{rt: tr, ok: p.metrics.upstreamOK, fail: p.metrics.upstreamFail},
+		ErrorHandler:   p.upstreamError,
+		ModifyResponse: dropUpstreamRequestID,
+		BufferPool:     newBufferPool(),
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+// newTransport returns the upstream transport of a sidecar: one upstream,
+// many concurrent requests, loopback or a nearby host.
+func newTransport(c UpstreamConfig) *http.Transport {
+	return &http.Transport{
+		Proxy:                  nil, // the upstream is next door: never an environment proxy
+		DialContext:            (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           2 * c.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:    c.MaxIdleConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
+		ResponseHeaderTimeout:  c.Timeout,
+		MaxResponseHeaderBytes: 1 << 20,
+		// Pass the client's Accept-Encoding and the upstream's encoding
+		// through untouched instead of decompressing.
+		DisableCompression: true,
+	}
+}
+
+// Plugin returns the proxy's pkg/idp plugin.
+func (p *Proxy) Plugin() *idp.Plugin { return p.plugin }
+
+// Table returns the compiled rule table, as check-config prints it.
+func (p *Proxy) Table() string { return p.rules.table(p.authPrefix) }
+
+// Close stops the plugin's background key refreshes.
+func (p *Proxy) Close() error { return p.plugin.Close() }
+
+// ServeHTTP judges and forwards one request.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rid := p.requestID(r.Header["X-Request-Id"])
+	ridv := []string{rid}
+	r.Header["X-Request-Id"] = ridv // read by rewrite; the client's is replaced
+	w.Header()["X-Request-Id"] = ridv
+	sw := &statusWriter{ResponseWriter: w}
+	rl, dec, fwd := p.serve(sw, r)
+	rl.metrics.inc(dec)
+	if p.access != nil && p.access.Enabled(r.Context(), slog.LevelInfo) {
+		user := ""
+		if u, ok := idp.UserFrom(fwd.Context()); ok {
+			user = u.Sub
+		}
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", rid),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", status),
+			slog.Int64("bytes", sw.bytes),
+			slog.Duration("duration", time.Since(start)),
+			slog.String("rule", rl.label),
+			slog.String("decision", dec.String()),
+			slog.String("user", user),
+			slog.String("remote", r.RemoteAddr))
+	}
+}
+
+// serve applies the rules and, when they allow it, forwards. It returns
+// the rule that judged, the decision and the request as forwarded.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (*rule, decision, *http.Request) {
+	switch r.Method {
+	case http.MethodConnect, http.MethodTrace:
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+		problem.Write(w, http.StatusMethodNotAllowed, r.Method+" is not supported by the proxy")
+		return p.badRule, decBadRequest, r
+	}
+	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
+		problem.Write(w, http.StatusBadRequest, reason)
+		return p.badRule, decBadRequest, r
+	}
+	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
+		p.serveAuthRoutes(w, r)
+		return p.authRule, decAuthRoute, r
+	}
+	rl := p.rules.match(r)
+	dec := decAllowed
+	switch rl.policy {
+	case policyDeny:
+		problem.Write(w, http.StatusForbidden, "access to this path is denied by the proxy's policy")
+		return rl, decDenied, r
+	case policyPublic:
+		dec = decPublic
+		if _, err := p.plugin.TokenFromRequest(r); !errors.Is(err, idp.ErrNoToken) {
+			// A token on a public route: forward its identity when it is
+			// valid, otherwise go on anonymously (rewrite drops it).
+			if r2, err := p.authenticate(r); err == nil {
+				r = r2
+			}
+		}
+	default:
+		r2, err := p.authenticate(r)
+		if err != nil {
+			p.plugin.WriteError(w, r, err)
+			return rl, decisionOf(err), r
+		}
+		if len(rl.guards) > 0 {
+			u, _ := idp.UserFrom(r2.Context())
+			for _, g := range rl.guards {
+				if !g.Allow(u) {
+					p.plugin.WriteError(w, r2, idp.ErrForbidden)
+					return rl, decForbidden, r2
+				}
+			}
+		}
+		r = r2
+	}
+	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength > p.maxBody {
+			problem.Write(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", p.maxBody))
+			return rl, decBadRequest, r
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, p.maxBody)
+	}
+	p.rp.ServeHTTP(w, r)
+	return rl, dec, r
+}
+
+func (p *Proxy) authenticate(r *http.Request) (*http.Request, error) {
+	t0 := time.Now()
+	r2, err := p.plugin.Authenticate(r)
+	p.metrics.verify.Observe(time.Since(t0).Seconds())
+	return r2, err
+}
+
+func decisionOf(err error) decision {
+	switch {
+	case errors.Is(err, idp.ErrNoToken):
+		return decNoToken
+	case errors.Is(err, idp.ErrUnavailable):
+		return decUnavailable
+	case errors.Is(err, idp.ErrForbidden):
+		return decForbidden
+	default:
+		return decInvalid
+	}
+}
+
+// isUnder reports whether path is prefix or below it.
+func isUnder(path, prefix string) bool {
+	return path == prefix || (strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
+}
+
+// serveAuthRoutes serves the idp /auth routes in the proxy itself. They
+// never reach the upstream; the client's identity and forwarding headers
+// are stripped all the same (Authorization is kept: the routes read it).
+func (p *Proxy) serveAuthRoutes(w http.ResponseWriter, r *http.Request) {
+	r2 := r.Clone(r.Context())
+	auth := r2.Header["Authorization"]
+	p.headers.stripAll(r2.Header)
+	if auth != nil {
+		r2.Header["Authorization"] = auth
+	}
+	p.authRoutes.ServeHTTP(w, r2)
+}
+
+// rewrite builds the upstream request. ReverseProxy has already removed
+// the hop-by-hop headers (those named in Connection included) and the
+// client's X-Forwarded-For/-Host/-Proto and Forwarded; nothing set here
+// can be removed by the client.
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(p.upstream)
+	out := pr.Out.Header
+	if up := out["Upgrade"]; len(up) > 0 && !(len(up) == 1 && strings.EqualFold(up[0], "websocket")) {
+		// Only WebSocket upgrades pass; others (h2c, TLS, ...) could
+		// tunnel past the rules. The request goes on as plain HTTP.
+		delete(out, "Upgrade")
+		delete(out, "Connection")
+	}
+	p.headers.stripAll(out)
+	in := pr.In.Header
+	if p.headers.trustForwarded {
+		if v := in["X-Forwarded-For"]; len(v) > 0 {
+			out["X-Forwarded-For"] = v
+		}
+	}
+	pr.SetXForwarded()
+	if p.headers.trustForwarded {
+		for _, k := range [...]string{"X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
+			if v := in[k]; len(v) > 0 {
+				out[k] = v
+			}
+		}
+	}
+	out["X-Request-Id"] = in["X-Request-Id"]
+	ctx := pr.In.Context()
+	if raw, ok := idp.RawTokenFrom(ctx); ok {
+		u, _ := idp.UserFrom(ctx)
+		p.headers.setIdentity(out, u, raw)
+	}
+}
+
+// upstreamError answers failures to reach the upstream: 504 on timeout,
+// 413 when the body exceeded the limit, 502 otherwise.
+func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	status, detail := http.StatusBadGateway, "the upstream service is unavailable"
+	switch {
+	case errors.As(err, &mbe):
+		status, detail = http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads this answer.
+		p.log.Debug("client gone before the upstream answered", "request_id", r.Header.Get("X-Request-Id"), "error", err)
+		problem.Write(w, http.StatusBadGateway, detail)
+		return
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		status, detail = http.StatusGatewayTimeout, "the upstream service did not answer in time"
+	}
+	p.log.Warn("upstream request failed", "request_id", r.Header.Get("X-Request-Id"),
+		"method", r.Method, "path", r.URL.Path, "status", status, "error", err)
+	problem.Write(w, status, detail)
+}
+
+// dropUpstreamRequestID keeps the proxy's X-Request-Id the only one in the
+// response.
+func dropUpstreamRequestID(resp *http.Response) error {
+	delete(resp.Header, "X-Request-Id")
+	return nil
+}
+
+// requestID returns the client's X-Request-Id when it is one short token
+// of [A-Za-z0-9._:-], else a new one.
+func (p *Proxy) requestID(sent []string) string {
+	if len(sent) == 1 && validRequestID(sent[0]) {
+		return sent[0]
+	}
+	var buf [32]byte
+	b := append(buf[:0], p.ridPrefix...)
+	n := p.ridSeq.Add(1)
+	const digits = "0123456789abcdef"
+	var tmp [16]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = digits[n&0xf]
+		n >>= 4
+		if n == 0 {
+			break
+		}
+	}
+	b = append(b, tmp[i:]...)
+	return string(b)
+}
+
+func validRequestID(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// bufferPool lends ReverseProxy its 32 KiB copy buffers.
+type bufferPool struct{ pool sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (bp *bufferPool) Get() []byte  { return *bp.pool.Get().(*[]byte) }
+func (bp *bufferPool) Put(b []byte) { bp.pool.Put(&b) }
+
+// statusWriter records the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController (flushes, WebSocket hijacking) reach
+// the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

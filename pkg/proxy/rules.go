@@ -1,0 +1,258 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// policy is what a rule requires.
+type policy uint8
+
+const (
+	policyAuthenticated policy = iota // any valid token, then the guards
+	policyPublic                      // no token needed; a valid one is forwarded
+	policyDeny                        // always 403 (default_policy: deny)
+)
+
+// rule is a compiled route rule. It is the http.Handler registered in the
+// ServeMux under its pattern, so that mux.Handler(r) finds it; it is never
+// served.
+type rule struct {
+	index   int    // position in Config.Routes, -1 for built-in rules
+	pattern string // ServeMux pattern, or a name such as "(default)"
+	policy  policy
+	guards  []idp.Guard
+	desc    string // human description of the requirement
+	label   string // metrics label: the pattern, or a name in parentheses
+	metrics *ruleMetrics
+}
+
+func (*rule) ServeHTTP(http.ResponseWriter, *http.Request) {
+	panic("proxy: a rule is not a handler")
+}
+
+// ruleSet is the compiled table.
+type ruleSet struct {
+	mux     *http.ServeMux
+	rules   []*rule
+	def     *rule            // unmatched requests
+	exclude map[string]*rule // idp.excluded_paths, exact path
+}
+
+// compileRules compiles routes into a ServeMux, once. Conflicting or
+// invalid patterns are errors naming the rules involved. excluded are
+// idp.excluded_paths: exact paths served as public.
+func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string) (*ruleSet, error) {
+	rs := &ruleSet{mux: http.NewServeMux()}
+	if len(excluded) > 0 {
+		rs.exclude = make(map[string]*rule, len(excluded))
+		for _, p := range excluded {
+			rs.exclude[p] = &rule{index: -1, pattern: p, policy: policyPublic,
+				desc: "public (idp.excluded_paths, exact path)", label: "(excluded) " + p}
+		}
+	}
+	var errs []error
+	for i, rc := range routes {
+		r, err := compileRule(i, rc)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := register(rs.mux, r.pattern, r); err != nil {
+			errs = append(errs, explainConflict(rs.rules, i, rc.Match, err))
+			continue
+		}
+		rs.rules = append(rs.rules, r)
+	}
+	switch defaultPolicy {
+	case PolicyDeny:
+		rs.def = &rule{index: -1, pattern: "(unmatched)", policy: policyDeny, desc: "deny (default_policy)", label: "(default)"}
+	default:
+		rs.def = &rule{index: -1, pattern: "(unmatched)", policy: policyAuthenticated, desc: "authenticated (default_policy)", label: "(default)"}
+	}
+	return rs, errors.Join(errs...)
+}
+
+func compileRule(i int, rc RouteConfig) (*rule, error) {
+	name := "routes[" + strconv.Itoa(i) + "] " + strconv.Quote(rc.Match)
+	if strings.TrimSpace(rc.Match) == "" {
+		return nil, fmt.Errorf("proxy: routes[%d]: match is required", i)
+	}
+	strategy, err := idp.ParseMatchStrategy(rc.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+	}
+	r := &rule{index: i, pattern: rc.Match, label: rc.Match}
+	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0
+	if rc.Public {
+		if hasReq {
+			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles and scopes", name)
+		}
+		if rc.Strategy != "" {
+			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
+		}
+		r.policy = policyPublic
+		r.desc = "public"
+		return r, nil
+	}
+	if !hasReq && rc.Strategy != "" {
+		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles or scopes", name)
+	}
+	if err := checkItems(rc.Roles); err != nil {
+		return nil, fmt.Errorf("proxy: %s: roles: %w", name, err)
+	}
+	if err := checkItems(rc.Scopes); err != nil {
+		return nil, fmt.Errorf("proxy: %s: scopes: %w", name, err)
+	}
+	var descs []string
+	if len(rc.Roles) > 0 {
+		g := idp.RequireRoles(strategy, rc.Roles...)
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
+	clients := make([]string, 0, len(rc.ClientRoles))
+	for c := range rc.ClientRoles {
+		clients = append(clients, c)
+	}
+	sort.Strings(clients)
+	for _, c := range clients {
+		if c == "" {
+			return nil, fmt.Errorf("proxy: %s: client_roles: empty client ID", name)
+		}
+		if len(rc.ClientRoles[c]) == 0 {
+			return nil, fmt.Errorf("proxy: %s: client_roles[%s]: no roles", name, c)
+		}
+		if err := checkItems(rc.ClientRoles[c]); err != nil {
+			return nil, fmt.Errorf("proxy: %s: client_roles[%s]: %w", name, c, err)
+		}
+		g := idp.RequireClientRoles(c, strategy, rc.ClientRoles[c]...)
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
+	if len(rc.Scopes) > 0 {
+		g := idp.RequireScopes(strategy, rc.Scopes...)
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
+	if len(descs) == 0 {
+		r.desc = "authenticated"
+	} else {
+		r.desc = "authenticated + " + strings.Join(descs, " + ")
+	}
+	return r, nil
+}
+
+func checkItems(items []string) error {
+	for _, it := range items {
+		if strings.TrimSpace(it) == "" {
+			return errors.New("empty name")
+		}
+	}
+	return nil
+}
+
+func describe(g idp.Guard) string {
+	if s, ok := g.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", g)
+}
+
+// register adds h to mux under pattern, turning ServeMux's panic on an
+// invalid or conflicting pattern into an error.
+func register(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%v", v)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
+}
+
+// explainConflict names the earlier rule that pattern conflicts with, by
+// trying the two patterns alone in a fresh ServeMux.
+func explainConflict(earlier []*rule, i int, pattern string, cause error) error {
+	if err := register(http.NewServeMux(), pattern, http.NotFoundHandler()); err != nil {
+		cause = err
+		earlier = nil
+	}
+	for _, e := range earlier {
+		m := http.NewServeMux()
+		if register(m, e.pattern, e) != nil {
+			continue
+		}
+		if register(m, pattern, e) != nil {
+			return fmt.Errorf("proxy: routes[%d] %q conflicts with routes[%d] %q: neither is more specific than the other and both can match the same request",
+				i, pattern, e.index, e.pattern)
+		}
+	}
+	msg := cause.Error()
+	if j := strings.Index(msg, "\n"); j >= 0 {
+		msg = msg[:j]
+	}
+	return fmt.Errorf("proxy: routes[%d] %q: invalid pattern: %s", i, pattern, msg)
+}
+
+// match returns the rule for r, whose path must already be normalised.
+// Precedence is ServeMux's. A path without trailing slash that ServeMux
+// would redirect to its subtree ("/admin" for "/admin/") is judged by the
+// subtree's rule, the stricter reading; other misses get the default rule.
+func (rs *ruleSet) match(r *http.Request) *rule {
+	if rs.exclude != nil {
+		if ru, ok := rs.exclude[r.URL.Path]; ok {
+			return ru
+		}
+	}
+	h, _ := rs.mux.Handler(r)
+	if ru, ok := h.(*rule); ok {
+		return ru
+	}
+	p := r.URL.Path
+	if p != "" && p[len(p)-1] != '/' {
+		r2 := *r
+		u := *r.URL
+		u.Path = p + "/"
+		u.RawPath = ""
+		r2.URL = &u
+		if h, _ := rs.mux.Handler(&r2); h != nil {
+			if ru, ok := h.(*rule); ok && strings.HasSuffix(ru.pattern, "/") {
+				return ru
+			}
+		}
+	}
+	return rs.def
+}
+
+// table renders the compiled rules for check-config, in the order they
+// are consulted: the /auth routes (authPrefix, "" when not served), the
+// excluded paths, the rules (ServeMux precedence among them), the default.
+func (rs *ruleSet) table(authPrefix string) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tMATCH\tPOLICY")
+	if authPrefix != "" {
+		fmt.Fprintf(tw, "-\t%s/\tidp /auth routes (include_routes), served by the proxy, never forwarded\n", strings.TrimRight(authPrefix, "/"))
+	}
+	excluded := make([]string, 0, len(rs.exclude))
+	for p := range rs.exclude {
+		excluded = append(excluded, p)
+	}
+	sort.Strings(excluded)
+	for _, p := range excluded {
+		fmt.Fprintf(tw, "-\t%s\t%s\n", p, rs.exclude[p].desc)
+	}
+	for _, r := range rs.rules {
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", r.index, r.pattern, r.desc)
+	}
+	fmt.Fprintf(tw, "-\t(unmatched)\t%s\n", rs.def.desc)
+	tw.Flush()
+	return b.String()
+}
