@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -36,6 +37,8 @@ func (u User) withDefaults() User {
 // ClaimsHook may change the claims of every token the server issues from
 // its token endpoint before they are signed. typ is Keycloak's typ claim:
 // "Bearer" (access tokens), "ID" or "Refresh" (JWT refresh tokens only).
+// Set a claim to nil to leave it out (deleting it would bring back Mint's
+// default for iss, iat, exp, jti, typ and sub).
 type ClaimsHook func(typ string, claims map[string]any)
 
 // flowState holds the state of logins; guarded by its own mutex.
@@ -362,6 +365,7 @@ func (s *Server) newRefreshToken(sess *session, now time.Time) (string, error) {
 			"iat": now.Unix(), "exp": exp.Unix(), "scope": sess.scope,
 		}
 		s.applyHook("Refresh", claims)
+		maps.DeleteFunc(claims, func(_ string, v any) bool { return v == nil })
 		t := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
 		t.Header["kid"] = "hmac-" + s.Realm
 		signed, err := t.SignedString(s.hmacKey)
