@@ -263,6 +263,15 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format"},
 		{"log level", func(c *Config) { c.Log.Level = "loud" }, "log.level"},
 		{"negative server timeout", func(c *Config) { c.Server.IdleTimeout = -1 }, "server.idle_timeout"},
+		{"include_routes without redirect_uri", func(c *Config) {
+			c.IDP.IncludeRoutes, c.IDP.SessionSecret = true, strings.Repeat("s", 32)
+		}, "redirect_uri is required"},
+		{"include_routes without session secret", func(c *Config) {
+			c.IDP.IncludeRoutes, c.IDP.RedirectURI = true, "http://127.0.0.1:4180/auth/callback"
+		}, "session secret"},
+		{"include_routes at the root", func(c *Config) {
+			c.IDP.IncludeRoutes, c.IDP.AuthPrefix = true, "/"
+		}, "auth_prefix must not be"},
 		{"rule without match", func(c *Config) { c.Routes = []RouteConfig{{}} }, "routes[0]: match is required"},
 		{"bad pattern", func(c *Config) { c.Routes = []RouteConfig{{Match: "GET  x"}} }, `routes[0] "GET  x": invalid pattern`},
 		{"public with roles", func(c *Config) { c.Routes = []RouteConfig{{Match: "/x", Public: true, Roles: []string{"a"}}} }, "public excludes"},

@@ -38,12 +38,6 @@ type Options struct {
 	IDPHTTPClient *http.Client
 }
 
-// routesProvider is implemented by an *idp.Plugin that serves the /auth
-// routes (login, callback, logout, refresh).
-type routesProvider interface {
-	Routes() http.Handler
-}
-
 // Proxy is the authenticating reverse proxy: an http.Handler that judges
 // each request by the compiled rules, verifies its token with pkg/idp and
 // forwards it with identity headers. Create it with New.
@@ -89,11 +83,6 @@ func compile(cfg Config) (*compiled, error) {
 	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, cfg.IDP.ExcludedPaths)
 	if err != nil {
 		errs = append(errs, err)
-	}
-	if cfg.IDP.IncludeRoutes {
-		if _, ok := any((*idp.Plugin)(nil)).(routesProvider); !ok {
-			errs = append(errs, errors.New("proxy: idp.include_routes requires the /auth routes of pkg/idp (Plugin.Routes), which this build does not have; set include_routes: false"))
-		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -161,12 +150,8 @@ func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
 		maxBody:  c.cfg.Server.MaxBodyBytes,
 	}
 	if c.cfg.IDP.IncludeRoutes {
-		rp, ok := any(plugin).(routesProvider)
-		if !ok { // compile checked it
-			return nil, errors.New("proxy: pkg/idp lacks Plugin.Routes")
-		}
 		p.authPrefix = c.cfg.IDP.AuthPrefix
-		p.authRoutes = rp.Routes()
+		p.authRoutes = plugin.Routes()
 	}
 	for _, r := range p.rules.rules {
 		r.metrics = p.metrics.forRule(r.label)
