@@ -1,0 +1,106 @@
+// Command provider runs the benchmark's OpenID Connect provider (package
+// idptest, Keycloak's paths and claim shapes) and writes access tokens for
+// the load generator: valid.txt (distinct valid RS256 tokens, each valid
+// for -ttl) and invalid.txt (tokens that must be rejected: bad signature,
+// expired, wrong audience). It prints one JSON line with its URL and realm
+// on stdout, then serves until killed.
+//
+// It is a benchmark tool, NOT an identity provider: see package idptest.
+//
+//	go run ./bench/provider -client bench -role bench-user -n 1000 -out /tmp/tokens
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+)
+
+// tb adapts the process to the testing.TB that idptest.NewServer expects:
+// failures end the process, cleanups run at exit.
+type tb struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (*tb) Helper()                        {}
+func (*tb) Name() string                   { return "bench-provider" }
+func (t *tb) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
+func (*tb) Fatalf(format string, a ...any) { log.Fatalf(format, a...) }
+func (*tb) Fatal(a ...any)                 { log.Fatal(a...) }
+func (*tb) Errorf(format string, a ...any) { log.Printf(format, a...) }
+func (*tb) Logf(format string, a ...any)   { log.Printf(format, a...) }
+func (t *tb) close() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
+
+func main() {
+	realm := flag.String("realm", "bench", "realm name")
+	client := flag.String("client", "bench", "client ID the tokens are issued for (aud and azp)")
+	role := flag.String("role", "bench-user", "realm role of the tokens' users")
+	n := flag.Int("n", 1000, "number of distinct valid (and invalid) tokens")
+	ttl := flag.Duration("ttl", time.Hour, "lifetime of the valid tokens")
+	out := flag.String("out", ".", "directory for valid.txt and invalid.txt")
+	flag.Parse()
+
+	t := &tb{}
+	defer t.close()
+	srv := idptest.NewServer(t, idptest.Options{Realm: *realm})
+	other, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		log.Fatal(err)
+	}
+	now := time.Now()
+	var valid, invalid []string
+	for i := range *n {
+		c := srv.UserClaims(*client, fmt.Sprintf("user%04d", i), *role)
+		c["aud"] = []any{*client, "account"}
+		c["exp"] = now.Add(*ttl).Unix()
+		valid = append(valid, srv.Mint(c))
+
+		bad := srv.UserClaims(*client, fmt.Sprintf("bad%04d", i), *role)
+		bad["aud"] = []any{*client, "account"}
+		bad["exp"] = now.Add(*ttl).Unix()
+		switch i % 3 {
+		case 0: // signed by a key the provider never published, under its kid
+			rs, _ := srv.KID()
+			invalid = append(invalid, srv.MintWith(idptest.MintOptions{Key: other, KID: rs}, bad))
+		case 1: // expired an hour ago
+			bad["exp"] = now.Add(-time.Hour).Unix()
+			bad["iat"] = now.Add(-2 * time.Hour).Unix()
+			invalid = append(invalid, srv.Mint(bad))
+		default: // for another client
+			bad["aud"] = "someone-else"
+			bad["azp"] = "someone-else"
+			invalid = append(invalid, srv.Mint(bad))
+		}
+	}
+	if err := os.MkdirAll(*out, 0o750); err != nil {
+		log.Fatal(err)
+	}
+	for name, toks := range map[string][]string{"valid.txt": valid, "invalid.txt": invalid} {
+		if err := os.WriteFile(filepath.Join(*out, name), []byte(strings.Join(toks, "\n")+"\n"), 0o600); err != nil {
+			log.Fatal(err)
+		}
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(map[string]string{"url": srv.URL, "realm": srv.Realm, "issuer": srv.Issuer})
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+}
