@@ -68,7 +68,8 @@ type tokenDocument struct {
 //     document for the client to navigate to, never redirected to.
 //   - GET {prefix}/callback: checks state against the cookie (on a
 //     mismatch, a missing, tampered or expired cookie: 400, and the
-//     provider is not called), accepts each login once (a replayed
+//     provider is not called) and the RFC 9207 iss parameter when
+//     present, accepts each login once (a replayed
 //     callback is 400), answers a provider error= with 401 for
 //     access_denied, login_required, consent_required,
 //     interaction_required and account_selection_required, 400 for the
@@ -282,6 +283,12 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(st.State)) != 1 {
 		writeProblem(w, http.StatusBadRequest, "state mismatch")
+		return
+	}
+	// RFC 9207: a provider that names itself in the answer must be ours
+	// (mix-up attacks); Keycloak sends iss.
+	if iss, ok := q["iss"]; ok && (len(iss) != 1 || iss[0] != a.p.issuer) {
+		writeProblem(w, http.StatusBadRequest, "the answer comes from another identity provider")
 		return
 	}
 	if !a.used.use(st.State, time.Unix(st.Exp, 0), now) {

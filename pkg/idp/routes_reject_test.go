@@ -105,6 +105,9 @@ func TestCallbackStateRejections(t *testing.T) {
 		{"cookie of another secret", func(t *testing.T, cb string, c *http.Cookie) (string, *http.Cookie) {
 			return cb, otherCookie(t)
 		}, "invalid"},
+		{"iss of another provider", func(t *testing.T, cb string, c *http.Cookie) (string, *http.Cookie) {
+			return withQuery(t, cb, map[string]string{"iss": "https://evil.example/realms/demo"}), c
+		}, "another identity provider"},
 		{"garbage cookie", func(t *testing.T, cb string, c *http.Cookie) (string, *http.Cookie) {
 			return cb, &http.Cookie{Name: c.Name, Value: "x"}
 		}, "invalid"},
