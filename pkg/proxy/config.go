@@ -259,7 +259,7 @@ func (c Config) validate() error {
 	if c.MetricsListen != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			bad("metrics_listen %q: want host:port, or \"\" to disable (%v)", c.MetricsListen, err)
-		} else if c.MetricsListen == c.Listen {
+		} else if _, port, _ := net.SplitHostPort(c.Listen); c.MetricsListen == c.Listen && port != "0" {
 			bad("metrics_listen must differ from listen (%s)", c.Listen)
 		}
 	}

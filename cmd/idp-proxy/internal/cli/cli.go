@@ -1,0 +1,171 @@
+// Package cli builds the idp-proxy command: configuration loading, logging
+// and the serve, check-config, token, verify and version subcommands.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
+)
+
+// deps are the process's outside world, replaced in tests.
+type deps struct {
+	environ []string
+	stdin   io.Reader
+	// ready, when not nil, gets the bound addresses once serve listens
+	// (proxy, then operations; "" when disabled).
+	ready func(proxyAddr, opsAddr string)
+}
+
+// Main runs the command with os.Args and returns the exit code: 0, or 1
+// on any error (invalid configuration, invalid token, failure to serve).
+func Main() int {
+	cmd := newRootCmd(deps{environ: os.Environ(), stdin: os.Stdin})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// NewRootCmd returns an independent idp-proxy command reading the process
+// environment.
+func NewRootCmd() *cobra.Command {
+	return newRootCmd(deps{environ: os.Environ(), stdin: os.Stdin})
+}
+
+// globalFlags are the flags every subcommand shares.
+type globalFlags struct {
+	config, listen, upstream, metricsListen string
+}
+
+func newRootCmd(d deps) *cobra.Command {
+	var g globalFlags
+	cmd := &cobra.Command{
+		Use:   "idp-proxy",
+		Short: "Authenticating reverse proxy for OpenID Connect bearer tokens",
+		Long: `idp-proxy validates bearer tokens issued by a Keycloak-style OpenID Connect
+realm, applies per-route rules (public, any valid token, realm roles, client
+roles, scopes) and forwards requests to one upstream with identity headers.
+
+Configuration: a YAML file (--config, or IDP_PROXY_CONFIG; see
+config.example.yaml for every key and its default), environment variables
+IDP_PROXY_<SECTION>_<KEY> (IDP_PROXY_IDP_CLIENT_SECRET, IDP_PROXY_UPSTREAM_URL)
+and the flags below, which win over both.`,
+		SilenceUsage: true,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVarP(&g.config, "config", "c", envValue(d.environ, proxy.EnvConfigFile), "YAML configuration file (env IDP_PROXY_CONFIG)")
+	pf.StringVar(&g.listen, "listen", "", "address to serve the proxy on (config: listen)")
+	pf.StringVar(&g.upstream, "upstream", "", "URL of the upstream service (config: upstream.url)")
+	pf.StringVar(&g.metricsListen, "metrics-listen", "", `address of /healthz, /readyz, /metrics; "off" disables (config: metrics_listen)`)
+	load := func(cmd *cobra.Command, path string) (proxy.Config, error) {
+		o := proxy.LoadOptions{Env: d.environ, Overrides: map[string]any{}}
+		f := cmd.Flags()
+		if f.Changed("listen") {
+			o.Overrides["listen"] = g.listen
+		}
+		if f.Changed("upstream") {
+			o.Overrides["upstream.url"] = g.upstream
+		}
+		if f.Changed("metrics-listen") {
+			v := g.metricsListen
+			if v == "off" {
+				v = ""
+			}
+			o.Overrides["metrics_listen"] = v
+		}
+		return proxy.Load(path, o)
+	}
+	cmd.AddCommand(
+		newServeCmd(d, &g, load),
+		newCheckConfigCmd(&g, load),
+		newTokenCmd(&g, load),
+		newVerifyCmd(d, &g, load),
+		newVersionCmd(),
+	)
+	return cmd
+}
+
+type loadFunc func(cmd *cobra.Command, path string) (proxy.Config, error)
+
+func envValue(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "idp-proxy", buildinfo.String())
+			return err
+		},
+	}
+}
+
+func newCheckConfigCmd(g *globalFlags, load loadFunc) *cobra.Command {
+	return &cobra.Command{
+		Use:   "check-config [FILE]",
+		Short: "Validate the configuration and print the compiled rule table",
+		Long: `check-config loads the configuration (FILE, or --config, plus the
+environment and flags) exactly as serve does, validates every key, compiles
+the rules (conflicting patterns are errors naming both rules) and prints the
+rule table in the order requests are judged. It contacts neither the
+identity provider nor the upstream. Exit status 1 when the configuration is
+invalid.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := g.config
+			if len(args) == 1 {
+				path = args[0]
+			}
+			cfg, err := load(cmd, path)
+			if err != nil {
+				return err
+			}
+			table, err := proxy.Check(cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			name := path
+			if name == "" {
+				name = "(environment only)"
+			}
+			metrics := cfg.MetricsListen
+			if metrics == "" {
+				metrics = "off"
+			}
+			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s/realms/%s\n\n%s",
+				name, cfg.Listen, metrics, cfg.Upstream.URL, strings.TrimRight(cfg.IDP.ServerURL, "/"), cfg.IDP.Realm, table)
+			return err
+		},
+	}
+}
+
+// newLogger builds the process logger on w from the log section.
+func newLogger(c proxy.LogConfig, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		return nil, fmt.Errorf("idp-proxy: log.level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if strings.EqualFold(c.Format, "text") {
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}

@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+)
+
+var svc = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"creator"}}
+
+// run executes the command with args and returns stdout, stderr and the
+// error.
+func run(t *testing.T, d deps, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd(d)
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func writeConfig(t *testing.T, idpSrv *idptest.Server, upstream, extra string) string {
+	t.Helper()
+	y := fmt.Sprintf(`
+listen: 127.0.0.1:0
+metrics_listen: 127.0.0.1:0
+upstream: {url: %q}
+idp:
+  server_url: %q
+  realm: %s
+  client_id: shortener
+  optional_audiences: [svc-reporter]
+routes:
+  - {match: GET /health, public: true}
+  - {match: POST /shorten, roles: [creator]}
+log: {level: warn}
+%s`, upstream, idpSrv.URL, idpSrv.Realm, extra)
+	p := filepath.Join(t.TempDir(), "proxy.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckConfig(t *testing.T) {
+	out, _, err := run(t, deps{}, "check-config", "../../../../config.example.yaml")
+	if err != nil {
+		t.Fatalf("example config: %v", err)
+	}
+	for _, want := range []string{"configuration OK", "POST /shorten", "roles(all: creator)", "(unmatched)", "upstream: http://127.0.0.1:8000"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	idpSrv := idptest.NewServer(t)
+	bad := writeConfig(t, idpSrv, "http://127.0.0.1:8000", `default_policy: maybe`)
+	raw, _ := os.ReadFile(bad)
+	conflict := strings.Replace(string(raw), "  - {match: POST /shorten, roles: [creator]}", "  - {match: \"GET /{code}\", public: true}\n  - {match: /health, public: true}", 1)
+	_ = os.WriteFile(bad, []byte(conflict), 0o600)
+	_, _, err = run(t, deps{}, "--config", bad, "check-config")
+	if err == nil {
+		t.Fatal("invalid config accepted")
+	}
+	for _, want := range []string{"default_policy", `routes[2] "/health" conflicts with routes[1] "GET /{code}"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+
+	// The environment and flags apply; unknown variables are errors.
+	good := writeConfig(t, idpSrv, "http://127.0.0.1:8000", "")
+	out, _, err = run(t, deps{environ: []string{"IDP_PROXY_CONFIG=" + good, "IDP_PROXY_UPSTREAM_URL=http://10.0.0.1:9000"}}, "check-config")
+	if err != nil || !strings.Contains(out, "upstream: http://10.0.0.1:9000") {
+		t.Errorf("env: %v\n%s", err, out)
+	}
+	out, _, err = run(t, deps{environ: []string{"IDP_PROXY_UPSTREAM_URL=http://10.0.0.1:9000"}}, "check-config", good, "--upstream", "http://10.0.0.2:9000")
+	if err != nil || !strings.Contains(out, "upstream: http://10.0.0.2:9000") {
+		t.Errorf("flag over env: %v\n%s", err, out)
+	}
+	if _, _, err := run(t, deps{environ: []string{"IDP_PROXY_UPSTREAM_ULR=x"}}, "check-config", good); err == nil || !strings.Contains(err.Error(), "IDP_PROXY_UPSTREAM_ULR") {
+		t.Errorf("unknown env variable: %v", err)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	cfg := writeConfig(t, idpSrv, "http://127.0.0.1:8000", "")
+	good := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+
+	out, _, err := run(t, deps{}, "-c", cfg, "verify", good)
+	if err != nil {
+		t.Fatalf("valid token: %v\n%s", err, out)
+	}
+	var v struct {
+		Decision string
+		User     struct {
+			Sub        string   `json:"sub"`
+			RealmRoles []string `json:"realm_roles"`
+		}
+		Claims map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if v.Decision != "valid" || v.User.Sub != "user-alice" || v.Claims["azp"] != "shortener" || len(v.User.RealmRoles) != 3 {
+		t.Errorf("verdict %+v", v)
+	}
+	if strings.Contains(out, good) {
+		t.Error("verify printed the token")
+	}
+
+	// From stdin, with a Bearer prefix.
+	out, _, err = run(t, deps{stdin: strings.NewReader("Bearer " + good + "\n")}, "-c", cfg, "verify", "-")
+	if err != nil || !strings.Contains(out, `"decision": "valid"`) {
+		t.Errorf("stdin: %v %s", err, out)
+	}
+
+	claims := idpSrv.UserClaims("other-client", "mallory")
+	for name, tok := range map[string]string{
+		"other audience": idpSrv.Mint(claims),
+		"tampered":       good[:len(good)-4] + "AAAA",
+		"garbage":        "not-a-token",
+	} {
+		out, _, err := run(t, deps{}, "-c", cfg, "verify", tok)
+		if err == nil || !strings.Contains(out, `"decision": "invalid"`) {
+			t.Errorf("%s: err %v, out %s", name, err, out)
+		}
+	}
+	if _, _, err := run(t, deps{stdin: strings.NewReader("")}, "-c", cfg, "verify"); err == nil || !strings.Contains(err.Error(), "empty token") {
+		t.Errorf("empty stdin: %v", err)
+	}
+}
+
+func TestToken(t *testing.T) {
+	idpSrv := idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{svc}})
+	cfg := writeConfig(t, idpSrv, "http://127.0.0.1:8000", "")
+	env := []string{"IDP_PROXY_IDP_CLIENT_ID=" + svc.ID, "IDP_PROXY_IDP_CLIENT_SECRET=" + svc.Secret}
+	out, _, err := run(t, deps{environ: env}, "-c", cfg, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(out)
+	if strings.Count(tok, ".") != 2 || strings.Contains(out[:len(out)-1], "\n") {
+		t.Fatalf("token output %q", out)
+	}
+	// The token is accepted by verify through optional_audiences.
+	if out, _, err := run(t, deps{}, "-c", cfg, "verify", tok); err != nil || !strings.Contains(out, `"azp": "svc-reporter"`) {
+		t.Errorf("verify of the service token: %v %s", err, out)
+	}
+	// A secret from a file.
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	_ = os.WriteFile(secretFile, []byte(svc.Secret+"\n"), 0o600)
+	env = []string{"IDP_PROXY_IDP_CLIENT_ID=" + svc.ID, "IDP_PROXY_IDP_CLIENT_SECRET_FILE=" + secretFile}
+	if _, _, err := run(t, deps{environ: env}, "-c", cfg, "token"); err != nil {
+		t.Errorf("secret from file: %v", err)
+	}
+
+	if _, _, err := run(t, deps{environ: []string{"IDP_PROXY_IDP_CLIENT_ID=" + svc.ID}}, "-c", cfg, "token"); err == nil || !strings.Contains(err.Error(), "client_secret") {
+		t.Errorf("no secret: %v", err)
+	}
+	env = []string{"IDP_PROXY_IDP_CLIENT_ID=" + svc.ID, "IDP_PROXY_IDP_CLIENT_SECRET=wrong"}
+	if _, _, err := run(t, deps{environ: env}, "-c", cfg, "token"); err == nil || !strings.Contains(err.Error(), "invalid_client") {
+		t.Errorf("wrong secret: %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := run(t, deps{}, "version")
+	if err != nil || !strings.HasPrefix(out, "idp-proxy ") {
+		t.Fatalf("%q %v", out, err)
+	}
+}
+
+func TestServe(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "user="+r.Header.Get("X-Auth-Request-User"))
+	}))
+	t.Cleanup(upstream.Close)
+	cfg := writeConfig(t, idpSrv, upstream.URL, "")
+	addrs := make(chan [2]string, 1)
+	d := deps{environ: []string{"IDP_PROXY_LOG_LEVEL=info"}, ready: func(p, o string) { addrs <- [2]string{p, o} }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := newRootCmd(d)
+	var logs bytes.Buffer
+	cmd.SetErr(&logs)
+	cmd.SetOut(io.Discard)
+	cmd.SetArgs([]string{"serve", "-c", cfg, "--listen", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("serve ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	get := func(url, token string) (int, string) {
+		req, _ := http.NewRequest("POST", url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + a[1] + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	if code, body := get("http://"+a[0]+"/shorten", tok); code != 200 || body != "user=user-alice" {
+		t.Errorf("proxied request: %d %q", code, body)
+	}
+	if code, _ := get("http://"+a[0]+"/shorten", ""); code != 401 {
+		t.Errorf("no token: %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	if !strings.Contains(logs.String(), `"decision":"allowed"`) || strings.Contains(logs.String(), tok) {
+		t.Errorf("logs: %s", logs.String())
+	}
+}

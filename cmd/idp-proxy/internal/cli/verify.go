@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// errInvalidToken makes verify exit with status 1 after printing its
+// decision.
+var errInvalidToken = errors.New("idp-proxy: the token is not valid")
+
+// verdict is what verify prints.
+type verdict struct {
+	Decision string          `json:"decision"` // valid | invalid | unavailable
+	Error    string          `json:"error,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Issuer   string          `json:"issuer"`
+	User     *userJSON       `json:"user,omitempty"`
+	Claims   json.RawMessage `json:"claims,omitempty"`
+}
+
+type userJSON struct {
+	Sub               string              `json:"sub"`
+	PreferredUsername string              `json:"preferred_username,omitempty"`
+	Email             string              `json:"email,omitempty"`
+	RealmRoles        []string            `json:"realm_roles"`
+	ClientRoles       map[string][]string `json:"client_roles,omitempty"`
+	Scopes            []string            `json:"scopes,omitempty"`
+	ExpiresAt         time.Time           `json:"expires_at"`
+}
+
+func newVerifyCmd(d deps, g *globalFlags, load loadFunc) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify [TOKEN|-]",
+		Short: "Verify an access token against the provider and print the decision and claims",
+		Long: `verify checks TOKEN (or the first line of stdin when TOKEN is "-" or
+absent; a leading "Bearer " is ignored) exactly as the proxy does: signature
+with the provider's keys, algorithm, issuer, expiry, token type and the
+audience rule with idp.audience and idp.optional_audiences. It prints a JSON
+document {decision, error, reason, issuer, user, claims} on stdout and exits
+with status 0 when the token is valid, 1 otherwise. The token itself is never
+printed.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := load(cmd, g.config)
+			if err != nil {
+				return err
+			}
+			ic, err := idpConfig(cfg)
+			if err != nil {
+				return err
+			}
+			raw, err := readToken(args, d.stdin)
+			if err != nil {
+				return err
+			}
+			ic.Logger = slog.New(slog.DiscardHandler)
+			ctx, cancel := context.WithTimeout(cmd.Context(), ic.HTTPTimeout)
+			defer cancel()
+			p, err := idp.New(ctx, ic)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			v := verdict{Issuer: p.Issuer()}
+			var tp *idp.TokenPayload
+			if err = p.WaitReady(ctx); err == nil {
+				tp, err = p.Verify(ctx, raw)
+			}
+			switch {
+			case err == nil:
+				v.Decision, v.Claims = "valid", tp.Raw
+				u := userOf(tp)
+				v.User = &u
+			case errors.Is(err, idp.ErrUnavailable):
+				v.Decision, v.Error = "unavailable", "the provider's keys could not be loaded: "+err.Error()
+			default:
+				v.Decision, v.Error, v.Reason = "invalid", err.Error(), idp.Reason(err)
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			if werr := enc.Encode(v); werr != nil {
+				return werr
+			}
+			if err != nil {
+				return fmt.Errorf("%w: %s", errInvalidToken, v.Decision)
+			}
+			return nil
+		},
+	}
+}
+
+func readToken(args []string, stdin io.Reader) (string, error) {
+	var raw string
+	if len(args) == 1 && args[0] != "-" {
+		raw = args[0]
+	} else {
+		if stdin == nil {
+			return "", errors.New("idp-proxy: no token given and no stdin")
+		}
+		line, err := bufio.NewReaderSize(stdin, 64<<10).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("idp-proxy: reading the token from stdin: %w", err)
+		}
+		raw = line
+	}
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
+		raw = strings.TrimSpace(raw[7:])
+	}
+	if raw == "" {
+		return "", errors.New("idp-proxy: empty token")
+	}
+	return raw, nil
+}
+
+// userOf builds the identity the proxy would forward.
+func userOf(tp *idp.TokenPayload) userJSON {
+	u := userJSON{
+		Sub:               tp.Subject,
+		PreferredUsername: tp.PreferredUsername,
+		Email:             tp.Email,
+		RealmRoles:        tp.RealmAccess.Roles,
+		ExpiresAt:         tp.ExpiresAt.UTC(),
+	}
+	if u.RealmRoles == nil {
+		u.RealmRoles = []string{}
+	}
+	if len(tp.ResourceAccess) > 0 {
+		u.ClientRoles = make(map[string][]string, len(tp.ResourceAccess))
+		for c, a := range tp.ResourceAccess {
+			u.ClientRoles[c] = a.Roles
+		}
+	}
+	if tp.Scope != "" {
+		u.Scopes = strings.Fields(tp.Scope)
+	}
+	return u
+}
