@@ -79,4 +79,3 @@ and prints it alone on stdout, for scripts:
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "scopes to request (repeat or comma-separate)")
 	return cmd
 }
-
