@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -128,6 +129,11 @@ func (p *Plugin) newRoutes() http.Handler {
 		})
 	}
 	redirect, _ := url.Parse(p.cfg.RedirectURI) // validated by New
+	if want := strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/callback"; redirect.Path != want {
+		// Legitimate behind a proxy that rewrites paths, but the usual cause
+		// is a typo: the state cookie (Path=prefix) would not come back.
+		p.cfg.Logger.Warn("idp: redirect_uri does not point at the callback route", "redirect_path", redirect.Path, "callback_path", want)
+	}
 	scopes := []string{oidc.ScopeOpenID}
 	for _, s := range p.cfg.Scopes {
 		if s != "" && !slices.Contains(scopes, s) {

@@ -29,8 +29,8 @@ import (
 // Sealed cookies.
 //
 // A sealed value is base64url(version || nonce || AES-256-GCM(payload)),
-// with the cookie name as additional authenticated data, so a value sealed
-// for one cookie cannot be replayed as another. The AES key is derived from
+// with version || cookie name as additional authenticated data, so a value
+// sealed for one cookie cannot be replayed as another. The AES key is derived from
 // Config.SessionSecret with HKDF-SHA-256 and a purpose label, so the same
 // secret can key other uses without key reuse. The payload is JSON carrying
 // its own expiry, which is checked on opening: the browser's Max-Age is a
@@ -90,9 +90,11 @@ func (s *sealer) seal(name string, v any, exp time.Time) (string, error) {
 	if _, err := rand.Read(out[1:]); err != nil {
 		return "", fmt.Errorf("idp: seal: %w", err)
 	}
-	out = s.aead.Seal(out, out[1:1+ns], plain, []byte(name))
+	out = s.aead.Seal(out, out[1:1+ns], plain, sealAAD(name))
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
+
+func sealAAD(name string) []byte { return append([]byte{sealVersion}, name...) }
 
 // open authenticates and decrypts value sealed for the cookie name and
 // decodes it into v. It fails with errSealed or errSealedExpired.
@@ -105,7 +107,7 @@ func (s *sealer) open(name, value string, now time.Time, v any) error {
 	if err != nil || len(raw) < 1+ns+s.aead.Overhead() || raw[0] != sealVersion {
 		return errSealed
 	}
-	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], []byte(name))
+	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
 	if err != nil {
 		return errSealed
 	}
