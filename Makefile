@@ -3,12 +3,15 @@ GO        ?= go
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 PKGS      ?= ./...
 
-.PHONY: all build test test-short lint vet fmt staticcheck fuzz bench clean
+.PHONY: all build demo test test-short lint vet fmt staticcheck fuzz bench clean
 
 all: build
 
 build: ## Build both binaries into ./bin
 	$(GO) build -trimpath -o bin/ ./cmd/...
+
+demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C stops)
+	$(GO) run ./cmd/idp-demo $(DEMO_FLAGS)
 
 test: vet ## Unit, integration and end-to-end tests with the race detector
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)

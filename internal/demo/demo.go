@@ -1,0 +1,247 @@
+// Package demo runs the whole stack on loopback in one process: a
+// development identity provider with Keycloak's paths (pkg/idp/idptest),
+// the shortener on its embedded bbolt store, and idp-proxy in front of it.
+// It is what `make demo` starts; nothing in it is meant for production.
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
+)
+
+// Demo clients and users of the development provider. The secrets are
+// public on purpose: the provider is for local demos only.
+const (
+	Realm                = "demo"
+	WebClientID          = "shortener"
+	WebClientSecret      = "shortener-secret"
+	ServiceClientID      = "svc-reporter"
+	ServiceClientSecret  = "svc-reporter-secret"
+	CreatorRole          = "creator"
+	identityHeader       = "X-Auth-Request-User"
+	defaultDataDir       = "data/demo"
+	startupTimeout       = 10 * time.Second
+	demoShutdownDeadline = 5 * time.Second
+)
+
+// Options configure Run. Zero values get the defaults in brackets.
+type Options struct {
+	ProviderAddr  string // development identity provider ["127.0.0.1:8080"]
+	ShortenerAddr string // the shortener (the upstream) ["127.0.0.1:8000"]
+	ProxyAddr     string // idp-proxy ["127.0.0.1:4180"]
+	OpsAddr       string // idp-proxy's /healthz, /readyz, /metrics ["127.0.0.1:9180"]
+	// DataDir holds the shortener's bbolt file; "memory:" keeps links in
+	// memory only. ["data/demo"]
+	DataDir string
+	// Logger receives the components' logs. [discard]
+	Logger *slog.Logger
+	// Out receives the banner with the URLs and curl commands. [discard]
+	Out io.Writer
+	// Ready, when set, is called with the bound addresses once everything
+	// serves.
+	Ready func(Endpoints)
+}
+
+// Endpoints are the base URLs of the running demo.
+type Endpoints struct {
+	Provider  string // e.g. http://127.0.0.1:8080 (issuer: + "/realms/demo")
+	Shortener string
+	Proxy     string
+	Ops       string
+	TokenURL  string // the provider's token endpoint
+	Store     string // where links are kept
+}
+
+func (o *Options) defaults() {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&o.ProviderAddr, "127.0.0.1:8080")
+	def(&o.ShortenerAddr, "127.0.0.1:8000")
+	def(&o.ProxyAddr, "127.0.0.1:4180")
+	def(&o.OpsAddr, "127.0.0.1:9180")
+	def(&o.DataDir, defaultDataDir)
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+}
+
+// Run starts the stack and serves until ctx is done, then stops every part
+// cleanly (in-flight requests finish, the store closes).
+func Run(ctx context.Context, o Options) (err error) {
+	o.defaults()
+	log := o.Logger
+
+	// Bind the shortener and the proxy first: a port in use is the most
+	// likely failure, and it should name the flag that fixes it.
+	var lc net.ListenConfig
+	shortLn, err := lc.Listen(ctx, "tcp", o.ShortenerAddr)
+	if err != nil {
+		return fmt.Errorf("demo: shortener address (--shortener-addr): %w", err)
+	}
+	defer shortLn.Close()
+	proxyLn, err := lc.Listen(ctx, "tcp", o.ProxyAddr)
+	if err != nil {
+		return fmt.Errorf("demo: proxy address (--proxy-addr): %w", err)
+	}
+	defer proxyLn.Close()
+	opsLn, err := lc.Listen(ctx, "tcp", o.OpsAddr)
+	if err != nil {
+		return fmt.Errorf("demo: operations address (--ops-addr): %w", err)
+	}
+	defer opsLn.Close()
+	proxyURL := "http://" + proxyLn.Addr().String()
+
+	provider, err := idptest.Start(idptest.Options{
+		Addr:  o.ProviderAddr,
+		Realm: Realm,
+		TTL:   15 * time.Minute,
+		User: idptest.User{
+			Username:    "alice",
+			RealmRoles:  []string{CreatorRole},
+			ClientRoles: map[string][]string{WebClientID: {"editor"}},
+		},
+		Clients: []idptest.Client{
+			{ID: WebClientID, Secret: WebClientSecret, RedirectURIs: []string{proxyURL + "/auth/callback"}},
+			{ID: ServiceClientID, Secret: ServiceClientSecret, RealmRoles: []string{CreatorRole}},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("demo: identity provider address (--provider-addr): %w", err)
+	}
+	defer provider.Close()
+
+	store, storeDesc, err := openStore(o.DataDir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("demo: closing the store: %w", cerr))
+		}
+	}()
+	svc, err := shortener.New(store, shortener.Options{
+		BaseURL: proxyURL, // short links are followed through the proxy
+		Owner:   shortener.OwnerFromHeader(identityHeader),
+		Logger:  log.With("component", "shortener"),
+	})
+	if err != nil {
+		return err
+	}
+
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("demo: session secret: %w", err)
+	}
+	cfg := proxy.DefaultConfig()
+	cfg.Listen = proxyLn.Addr().String()
+	cfg.MetricsListen = opsLn.Addr().String()
+	cfg.Upstream.URL = "http://" + shortLn.Addr().String()
+	cfg.IDP.ServerURL = provider.URL
+	cfg.IDP.Realm = Realm
+	cfg.IDP.ClientID = WebClientID
+	cfg.IDP.ClientSecret = WebClientSecret
+	cfg.IDP.IncludeRoutes = true
+	cfg.IDP.RedirectURI = proxyURL + "/auth/callback"
+	cfg.IDP.SessionSecret = hex.EncodeToString(secret)
+	cfg.IDP.OptionalAudiences = []string{ServiceClientID}
+	cfg.Headers.User = identityHeader
+	cfg.Routes = []proxy.RouteConfig{
+		{Match: "GET /health", Public: true},
+		{Match: "GET /{code}", Public: true},
+		{Match: "POST /shorten", Roles: []string{CreatorRole}},
+	}
+	px, err := proxy.New(ctx, cfg, proxy.Options{
+		Logger:    log.With("component", "idp-proxy"),
+		AccessLog: log.With("component", "idp-proxy", "log", "access"),
+	})
+	if err != nil {
+		return err
+	}
+	defer px.Close()
+	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	err = px.Plugin().WaitReady(readyCtx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("demo: the proxy could not load the provider's keys: %w", err)
+	}
+
+	ep := Endpoints{
+		Provider:  provider.URL,
+		Shortener: "http://" + shortLn.Addr().String(),
+		Proxy:     proxyURL,
+		Ops:       "http://" + opsLn.Addr().String(),
+		TokenURL:  provider.TokenURL(),
+		Store:     storeDesc,
+	}
+	printBanner(o.Out, ep, px.Table())
+	if o.Ready != nil {
+		o.Ready(ep)
+	}
+	return server.Run(ctx, server.Options{Logger: log, ShutdownTimeout: demoShutdownDeadline},
+		server.Listener{Name: "shortener", Listener: shortLn, Handler: svc.Handler()},
+		server.Listener{Name: "idp-proxy", Listener: proxyLn, Handler: px},
+		server.Listener{Name: "idp-proxy-ops", Listener: opsLn, Handler: px.OpsHandler()},
+	)
+}
+
+func openStore(dir string) (shortener.Store, string, error) {
+	if dir == "memory:" {
+		return memstore.New(), "memory (lost on exit)", nil
+	}
+	path := filepath.Join(dir, "shortener.db")
+	st, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		return nil, "", fmt.Errorf("demo: store (--data-dir): %w", err)
+	}
+	return st, "bbolt " + path, nil
+}
+
+func printBanner(w io.Writer, ep Endpoints, table string) {
+	fmt.Fprintf(w, `
+idp-proxy demo: everything runs on loopback. Ctrl-C stops it.
+
+  identity provider  %[1]s/realms/%[2]s   (development only; /auth/login logs you in as alice)
+  idp-proxy          %[3]s   (operations: %[4]s/healthz, /readyz, /metrics)
+  shortener          %[5]s   (the upstream; links in %[6]s)
+
+Rules of the proxy:
+%[7]s
+# 1. Get a service token (client_credentials, exactly as with Keycloak):
+TOKEN=$(curl -s -d grant_type=client_credentials -d client_id=%[8]s -d client_secret=%[9]s \
+  %[10]s | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
+
+# 2. Shorten a URL through the proxy (needs the realm role %[11]q):
+curl -s -X POST %[3]s/shorten -H "Authorization: Bearer $TOKEN" \
+  -H 'Content-Type: application/json' -d '{"url":"https://example.com/hello"}'
+
+# 3. Follow the short link (a public route): replace CODE with short_code
+curl -si %[3]s/CODE
+
+# Without a token the proxy answers 401, and the shortener never sees the request:
+curl -si -X POST %[3]s/shorten -H 'Content-Type: application/json' -d '{"url":"https://example.com/"}'
+
+# Browser login (authorization code + PKCE): open %[3]s/auth/login
+`, ep.Provider, Realm, ep.Proxy, ep.Ops, ep.Shortener, ep.Store, table,
+		ServiceClientID, ServiceClientSecret, ep.TokenURL, CreatorRole)
+}
