@@ -19,6 +19,16 @@
 //	}))
 //	mux.Handle("POST /admin/", p.Require(idp.RequireRoles(idp.MatchAll, "admin"))(adminHandler))
 //
+// # Login routes and service tokens
+//
+// With Config.IncludeRoutes, Plugin.Routes serves GET {AuthPrefix}/login and
+// /callback (authorization code with PKCE S256, state and nonce in a sealed,
+// single-use cookie) and POST /refresh and /logout, answering JSON token
+// documents. Plugin.ClientCredentials returns an oauth2.TokenSource for the
+// client_credentials grant at the realm's token endpoint, and ForwardToken
+// wraps an http.RoundTripper so that calls to a downstream API carry the
+// caller's own token (RawTokenFrom).
+//
 // # Security model
 //
 // Keys come only from the provider's JWKS found by discovery from

@@ -7,7 +7,6 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"testing"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
@@ -16,7 +15,10 @@ import (
 // Protect a whole mux: every path but /health needs a valid token, and
 // POST /admin/ also needs the realm role "admin".
 func Example() {
-	provider := idptest.NewServer(&testing.T{}) // your Keycloak in production
+	provider, err := idptest.Start(idptest.Options{}) // your Keycloak in production
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer provider.Close()
 
 	p, err := idp.New(context.Background(), idp.Config{
@@ -63,7 +65,10 @@ func Example() {
 
 // Verify a token outside of HTTP, e.g. from a message header.
 func ExamplePlugin_Verify() {
-	provider := idptest.NewServer(&testing.T{})
+	provider, err := idptest.Start(idptest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer provider.Close()
 	p, _ := idp.New(context.Background(), idp.Config{
 		ServerURL:         provider.URL,
