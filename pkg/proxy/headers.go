@@ -136,25 +136,43 @@ func (h *headerRules) stripAll(hdr http.Header) {
 }
 
 // setIdentity sets the identity headers and the token on hdr, which
-// stripAll has cleaned.
-func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw string) {
+// stripAll has cleaned. bearer is the client's verified Authorization
+// value when it reads exactly "Bearer <raw>" (reused as is), else "".
+func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw, bearer string) {
+	vals := new([5]string) // one allocation for every value slice below
 	if h.forwardToken && raw != "" {
-		hdr["Authorization"] = []string{"Bearer " + raw}
+		if bearer == "" {
+			bearer = "Bearer " + raw
+		}
+		vals[0] = bearer
+		hdr["Authorization"] = vals[0:1:1]
 	}
 	if u == nil {
 		return
 	}
-	set := func(name, v string) {
+	set := func(i int, name, v string) {
 		if name != "" && v != "" {
-			hdr[name] = []string{headerValue(v)}
+			vals[i] = headerValue(v)
+			hdr[name] = vals[i : i+1 : i+1]
 		}
 	}
-	set(h.user, u.Sub)
-	set(h.username, u.PreferredUsername)
-	set(h.email, u.Email)
+	set(1, h.user, u.Sub)
+	set(2, h.username, u.PreferredUsername)
+	set(3, h.email, u.Email)
 	if h.roles != "" && len(u.RealmRoles) > 0 {
-		hdr[h.roles] = []string{joinRoles(u.RealmRoles)}
+		vals[4] = joinRoles(u.RealmRoles)
+		hdr[h.roles] = vals[4:5:5]
 	}
+}
+
+// bearerValue returns the request's Authorization value when it is
+// exactly "Bearer " + raw, so that forwarding it costs no allocation.
+func bearerValue(in http.Header, raw string) string {
+	if v := in["Authorization"]; len(v) == 1 && len(v[0]) == len("Bearer ")+len(raw) &&
+		v[0][:len("Bearer ")] == "Bearer " && v[0][len("Bearer "):] == raw {
+		return v[0]
+	}
+	return ""
 }
 
 // headerValue returns v when it is printable ASCII, and otherwise its RFC
@@ -185,6 +203,11 @@ func joinRoles(roles []string) string {
 		return roleValue(roles[0])
 	}
 	var b strings.Builder
+	n := len(roles)
+	for _, r := range roles {
+		n += len(r)
+	}
+	b.Grow(n)
 	for i, r := range roles {
 		if i > 0 {
 			b.WriteByte(',')

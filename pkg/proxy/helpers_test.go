@@ -63,7 +63,7 @@ var (
 	svcOther    = idptest.Client{ID: "svc-other", Secret: "other-secret", RealmRoles: []string{"creator"}}
 )
 
-func newProvider(t *testing.T) *idptest.Server {
+func newProvider(t testing.TB) *idptest.Server {
 	return idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{svcReporter, svcOther}})
 }
 

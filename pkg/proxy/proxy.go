@@ -374,7 +374,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	ctx := pr.In.Context()
 	if raw, ok := idp.RawTokenFrom(ctx); ok {
 		u, _ := idp.UserFrom(ctx)
-		p.headers.setIdentity(out, u, raw)
+		p.headers.setIdentity(out, u, raw, bearerValue(in, raw))
 	}
 }
 
