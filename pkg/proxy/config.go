@@ -326,10 +326,10 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
-// IDPConfig translates the idp section into an idp.Config, reading the
+// PluginConfig translates the idp section into an idp.Config, reading the
 // secret files. Logger, HTTPClient and the other Go-only fields are left
 // for the caller.
-func (c Config) IDPConfig() (idp.Config, error) {
+func (c Config) PluginConfig() (idp.Config, error) {
 	secret, err := secretValue("idp.client_secret", c.IDP.ClientSecret, c.IDP.ClientSecretFile)
 	if err != nil {
 		return idp.Config{}, err

@@ -208,7 +208,7 @@ func TestSecretsFromFiles(t *testing.T) {
 	c := validConfig()
 	c.IDP.ClientSecretFile = sec
 	c.IDP.SessionSecretFile = sess
-	ic, err := c.IDPConfig()
+	ic, err := c.PluginConfig()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,3 +267,44 @@ func validHeaderName(s string) bool {
 	}
 	return true
 }
+
+// stripCookie removes the cookie name from the Cookie headers of h: in
+// COOKIE mode the token reaches the upstream only verified, as
+// Authorization (when headers.forward_token is on).
+func stripCookie(h http.Header, name string) {
+	vals := h["Cookie"]
+	kept := vals[:0:0]
+	changed := false
+	for _, v := range vals {
+		if !strings.Contains(v, name) {
+			kept = append(kept, v)
+			continue
+		}
+		var b strings.Builder
+		for part := range strings.SplitSeq(v, ";") {
+			pair := strings.TrimSpace(part)
+			if k, _, _ := strings.Cut(pair, "="); k == name {
+				changed = true
+				continue
+			}
+			if pair == "" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(pair)
+		}
+		if b.Len() > 0 {
+			kept = append(kept, b.String())
+		}
+	}
+	if !changed {
+		return
+	}
+	if len(kept) == 0 {
+		delete(h, "Cookie")
+		return
+	}
+	h["Cookie"] = kept
+}

@@ -51,6 +51,7 @@ type Proxy struct {
 	metrics    *metrics
 	log        *slog.Logger
 	access     *slog.Logger
+	tokenCookie string      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
 	authPrefix string       // "" unless include_routes
 	authRoutes http.Handler // nil unless include_routes
 	authRule   *rule
@@ -76,13 +77,26 @@ func compile(cfg Config) (*compiled, error) {
 	if err := cfg.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	ic, err := cfg.IDPConfig()
+	ic, err := cfg.PluginConfig()
 	if err != nil {
 		errs = append(errs, err)
 	}
 	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, cfg.IDP.ExcludedPaths)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if cfg.IDP.IncludeRoutes {
+		for i, rc := range cfg.Routes {
+			if p := patternPath(rc.Match); isUnder(p, cfg.IDP.AuthPrefix) {
+				errs = append(errs, fmt.Errorf("proxy: routes[%d] %q lies under idp.auth_prefix %q, which the /auth routes serve (include_routes): it would never apply",
+					i, rc.Match, cfg.IDP.AuthPrefix))
+			}
+		}
+		for _, e := range cfg.IDP.ExcludedPaths {
+			if isUnder(e, cfg.IDP.AuthPrefix) {
+				errs = append(errs, fmt.Errorf("proxy: idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, cfg.IDP.AuthPrefix))
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -148,6 +162,9 @@ func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
 		authRule: &rule{index: -1, pattern: c.cfg.IDP.AuthPrefix + "/", desc: "idp /auth routes", label: "(auth)"},
 		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
 		maxBody:  c.cfg.Server.MaxBodyBytes,
+	}
+	if c.idpCfg.TokenLocation == idp.TokenLocationCookie {
+		p.tokenCookie = plugin.Config().CookieName
 	}
 	if c.cfg.IDP.IncludeRoutes {
 		p.authPrefix = c.cfg.IDP.AuthPrefix
@@ -324,9 +341,20 @@ func decisionOf(err error) decision {
 	}
 }
 
+// patternPath returns the path of a ServeMux pattern "[METHOD ][HOST]/PATH".
+func patternPath(pattern string) string {
+	if _, rest, ok := strings.Cut(strings.TrimSpace(pattern), " "); ok {
+		pattern = strings.TrimLeft(rest, " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		return pattern[i:]
+	}
+	return ""
+}
+
 // isUnder reports whether path is prefix or below it.
 func isUnder(path, prefix string) bool {
-	return path == prefix || (strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
+	return path == prefix || (len(path) > len(prefix) && strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
 }
 
 // serveAuthRoutes serves the idp /auth routes in the proxy itself. They
@@ -371,6 +399,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	out["X-Request-Id"] = in["X-Request-Id"]
+	if p.tokenCookie != "" {
+		stripCookie(out, p.tokenCookie)
+	}
 	ctx := pr.In.Context()
 	if raw, ok := idp.RawTokenFrom(ctx); ok {
 		u, _ := idp.UserFrom(ctx)

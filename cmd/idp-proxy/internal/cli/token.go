@@ -17,7 +17,7 @@ import (
 // idpConfig returns the provider settings of cfg, checking only what the
 // token and verify commands need (the upstream may be unset).
 func idpConfig(cfg proxy.Config) (idp.Config, error) {
-	ic, err := cfg.IDPConfig()
+	ic, err := cfg.PluginConfig()
 	if err != nil {
 		return idp.Config{}, err
 	}
