@@ -42,21 +42,21 @@ type Options struct {
 // each request by the compiled rules, verifies its token with pkg/idp and
 // forwards it with identity headers. Create it with New.
 type Proxy struct {
-	cfg        Config
-	plugin     *idp.Plugin
-	rules      *ruleSet
-	headers    *headerRules
-	upstream   *url.URL
-	rp         *httputil.ReverseProxy
-	metrics    *metrics
-	log        *slog.Logger
-	access     *slog.Logger
-	tokenCookie string      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
-	authPrefix string       // "" unless include_routes
-	authRoutes http.Handler // nil unless include_routes
-	authRule   *rule
-	badRule    *rule // label of requests rejected before any rule
-	maxBody    int64
+	cfg         Config
+	plugin      *idp.Plugin
+	rules       *ruleSet
+	headers     *headerRules
+	upstream    *url.URL
+	rp          *httputil.ReverseProxy
+	metrics     *metrics
+	log         *slog.Logger
+	access      *slog.Logger
+	tokenCookie string       // the token cookie, removed from forwarded Cookie headers ("" in header mode)
+	authPrefix  string       // "" unless include_routes
+	authRoutes  http.Handler // nil unless include_routes
+	authRule    *rule
+	badRule     *rule // label of requests rejected before any rule
+	maxBody     int64
 
 	ridPrefix string
 	ridSeq    atomic.Uint64
