@@ -1,0 +1,87 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDecisionsGolden runs a table of requests (method, target, token)
+// through the realistic rules and compares status, rule and decision with
+// testdata/decisions.golden. Run with -update after a deliberate change.
+func TestDecisionsGolden(t *testing.T) {
+	idpSrv := newProvider(t)
+	tr := &countingTransport{}
+	cfg := testConfig(idpSrv, "http://upstream.invalid")
+	cfg.IDP.ExcludedPaths = []string{"/favicon.ico"}
+	p, err := New(context.Background(), cfg, Options{Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	scoped := idpSrv.UserClaims("shortener", "erin")
+	scoped["scope"] = "openid stats:read"
+	editor := idpSrv.UserClaims("shortener", "dave")
+	editor["resource_access"] = map[string]any{"shortener": map[string]any{"roles": []any{"editor"}}}
+	tokens := map[string]string{
+		"-":       "",
+		"plain":   idpSrv.Mint(idpSrv.UserClaims("shortener", "bob")),
+		"creator": idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")),
+		"ops":     idpSrv.Mint(idpSrv.UserClaims("shortener", "carol", "ops")),
+		"editor":  idpSrv.Mint(editor),
+		"scoped":  idpSrv.Mint(scoped),
+		"service": idpSrv.Mint(idpSrv.ServiceClaims(svcReporter)),
+		"foreign": idpSrv.Mint(idpSrv.UserClaims("other-app", "mallory", "creator", "admin")),
+		"garbage": "abc.def.ghi",
+	}
+	table := []string{
+		"GET /health -", "HEAD /health -", "POST /health -", "POST /health plain",
+		"GET /abc1234 -", "GET /abc1234 garbage", "GET /abc1234?next=/admin/ -",
+		"POST /shorten -", "POST /shorten garbage", "POST /shorten foreign", "POST /shorten plain",
+		"POST /shorten creator", "POST /shorten service",
+		"DELETE /abc1234 creator", "DELETE /abc1234 editor",
+		"GET /admin/ creator", "GET /admin/ ops", "POST /admin ops", "GET /admin ops",
+		"GET /admin/stats ops", "GET /admin/stats scoped", "HEAD /admin/stats scoped",
+		"GET /api/v1/items/a/b plain", "GET /api/v1/items/a/b -",
+		"GET /favicon.ico -", "GET /no/rule -", "GET /no/rule plain", "PUT /abc1234 -",
+		"GET /health/../admin/ ops", "GET /admin%2Fx ops", "GET //admin/ ops", "GET /x;y=1 -",
+		"TRACE /health -",
+	}
+	var b strings.Builder
+	for _, line := range table {
+		f := strings.Fields(line)
+		r := httptest.NewRequest(f[0], f[1], nil)
+		if tok := tokens[f[2]]; tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		before := tr.n.Load()
+		rl, dec, _ := p.serve(rec, r)
+		fwd := "-"
+		if tr.n.Load() > before {
+			fwd = "forwarded"
+		}
+		fmt.Fprintf(&b, "%-36s → %d %-13s %-9s %s\n", line, rec.Code, dec, fwd, rl.label)
+	}
+	got := b.String()
+	golden := filepath.Join("testdata", "decisions.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestDecisionsGolden -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("decisions changed:\n%s\nwant:\n%s", got, want)
+	}
+}
