@@ -150,3 +150,46 @@ func BenchmarkProxy(b *testing.B) {
 	b.Run("bare-reverseproxy-bufpool-parallel", parallel(pooled))
 	b.Run("idp-proxy-parallel", parallel(p))
 }
+
+// BenchmarkProxyOverhead isolates the proxy's own cost: the upstream is an
+// in-process RoundTripper, so network and upstream parsing are left out.
+func BenchmarkProxyOverhead(b *testing.B) {
+	idpSrv := newProvider(b)
+	tr := &countingTransport{}
+	target, _ := url.Parse("http://upstream.invalid")
+	bare := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+		},
+		Transport:  tr,
+		BufferPool: newBufferPool(),
+	}
+	cfg := testConfig(idpSrv, target.String())
+	p, err := New(context.Background(), cfg, Options{Transport: tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	token := "Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"bare-reverseproxy", bare}, {"idp-proxy", p}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := httptest.NewRequest("POST", "/shorten", nil)
+				r.Header.Set("Authorization", token)
+				w := httptest.NewRecorder()
+				bc.h.ServeHTTP(w, r)
+				if w.Code != 200 {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}

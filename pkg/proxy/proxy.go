@@ -235,10 +235,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ridv := []string{rid}
 	r.Header["X-Request-Id"] = ridv // read by rewrite; the client's is replaced
 	w.Header()["X-Request-Id"] = ridv
+	if p.access == nil || !p.access.Enabled(r.Context(), slog.LevelInfo) {
+		rl, dec, _ := p.serve(w, r)
+		rl.metrics.inc(dec)
+		return
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	rl, dec, fwd := p.serve(sw, r)
 	rl.metrics.inc(dec)
-	if p.access != nil && p.access.Enabled(r.Context(), slog.LevelInfo) {
+	{
 		user := ""
 		if u, ok := idp.UserFrom(fwd.Context()); ok {
 			user = u.Sub

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestOpsEndpointsAndAccessLog(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	var logBuf syncBuffer
+	accessLog := slog.New(slog.NewJSONHandler(&logBuf, nil))
+	p, px := startProxy(t, testConfig(idpSrv, up.URL), Options{AccessLog: accessLog}, true)
+	ops := httptest.NewServer(p.OpsHandler())
+	t.Cleanup(ops.Close)
+	alice := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	do(t, "POST", px.URL+"/shorten?secret=query", alice, nil, "")
+	do(t, "POST", px.URL+"/shorten", "", nil, "")
+	do(t, "GET", px.URL+"/a/../b", "", nil, "")
+
+	if resp, body := do(t, "GET", ops.URL+"/healthz", "", nil, ""); resp.StatusCode != 200 || !strings.Contains(body, "ok") {
+		t.Errorf("healthz: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "GET", ops.URL+"/readyz", "", nil, ""); resp.StatusCode != 200 || !strings.Contains(body, `"upstream_reachable":true`) {
+		t.Errorf("readyz: %d %s", resp.StatusCode, body)
+	}
+	_, metrics := do(t, "GET", ops.URL+"/metrics", "", nil, "")
+	for _, want := range []string{
+		`idp_proxy_requests_total{decision="allowed",rule="POST /shorten"} 1`,
+		`idp_proxy_requests_total{decision="no_token",rule="POST /shorten"} 1`,
+		`idp_proxy_requests_total{decision="bad_request",rule="(invalid)"} 1`,
+		`idp_proxy_token_verification_duration_seconds_count`,
+		`idp_proxy_upstream_duration_seconds_count{outcome="ok"} 1`,
+		`idp_proxy_jwks_refreshes_total 1`,
+		`idp_proxy_jwks_ready 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if resp, _ := do(t, "GET", ops.URL+"/nope", "", nil, ""); resp.StatusCode != 404 {
+		t.Errorf("unknown ops path: %d", resp.StatusCode)
+	}
+
+	logs := logBuf.String()
+	if strings.Contains(logs, alice) || strings.Contains(logs, "secret=query") {
+		t.Fatal("the access log holds a token or a query string")
+	}
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d access log lines, want 3:\n%s", len(lines), logs)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"method": "POST", "path": "/shorten", "status": float64(200), "rule": "POST /shorten", "decision": "allowed", "user": "user-alice"} {
+		if rec[k] != want {
+			t.Errorf("log %s = %v, want %v", k, rec[k], want)
+		}
+	}
+	if id, _ := rec["request_id"].(string); id == "" {
+		t.Error("log without request_id")
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
