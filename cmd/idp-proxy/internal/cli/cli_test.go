@@ -3,14 +3,24 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -185,33 +195,75 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestServe(t *testing.T) {
-	idpSrv := idptest.NewServer(t)
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "user="+r.Header.Get("X-Auth-Request-User"))
-	}))
-	t.Cleanup(upstream.Close)
-	cfg := writeConfig(t, idpSrv, upstream.URL, "")
+// startServe runs `serve` with args and env until the test ends, and
+// returns the proxy and operations addresses and the log buffer.
+func startServe(t *testing.T, env []string, args ...string) (proxyAddr, opsAddr string, logs *syncBuffer, stop func() error) {
+	t.Helper()
 	addrs := make(chan [2]string, 1)
-	d := deps{environ: []string{"IDP_PROXY_LOG_LEVEL=info"}, ready: func(p, o string) { addrs <- [2]string{p, o} }}
+	d := deps{environ: env, ready: func(p, o string) { addrs <- [2]string{p, o} }}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	cmd := newRootCmd(d)
-	var logs bytes.Buffer
-	cmd.SetErr(&logs)
+	logs = &syncBuffer{}
+	cmd.SetErr(logs)
 	cmd.SetOut(io.Discard)
-	cmd.SetArgs([]string{"serve", "-c", cfg, "--listen", "127.0.0.1:0"})
+	cmd.SetArgs(append([]string{"serve"}, args...))
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
-	var a [2]string
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("no shutdown")
+		}
+	}
+	t.Cleanup(func() { _ = stop() })
 	select {
-	case a = <-addrs:
+	case a := <-addrs:
+		return a[0], a[1], logs, stop
 	case err := <-done:
-		t.Fatalf("serve ended: %v", err)
+		t.Fatalf("serve ended: %v\n%s", err, logs.String())
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not start")
 	}
-	get := func(url, token string) (int, string) {
+	return "", "", nil, nil
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(t *testing.T, client *http.Client, url string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never ready", url)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestServe(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "user="+r.Header.Get("X-Auth-Request-User")+" proto="+r.Header.Get("X-Forwarded-Proto"))
+	}))
+	t.Cleanup(upstream.Close)
+	cfg := writeConfig(t, idpSrv, upstream.URL, "")
+	proxyAddr, opsAddr, logs, stop := startServe(t, []string{"IDP_PROXY_LOG_LEVEL=info"}, "-c", cfg, "--listen", "127.0.0.1:0")
+	waitReady(t, http.DefaultClient, "http://"+opsAddr+"/readyz")
+	post := func(url, token string) (int, string) {
 		req, _ := http.NewRequest("POST", url, nil)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -224,37 +276,94 @@ func TestServe(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + a[1] + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
-	if code, body := get("http://"+a[0]+"/shorten", tok); code != 200 || body != "user=user-alice" {
+	if code, body := post("http://"+proxyAddr+"/shorten", tok); code != 200 || body != "user=user-alice proto=http" {
 		t.Errorf("proxied request: %d %q", code, body)
 	}
-	if code, _ := get("http://"+a[0]+"/shorten", ""); code != 401 {
+	if code, _ := post("http://"+proxyAddr+"/shorten", ""); code != 401 {
 		t.Errorf("no token: %d", code)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no shutdown")
+	if err := stop(); err != nil {
+		t.Fatalf("serve: %v", err)
 	}
 	if !strings.Contains(logs.String(), `"decision":"allowed"`) || strings.Contains(logs.String(), tok) {
 		t.Errorf("logs: %s", logs.String())
 	}
+}
+
+func TestServeTLS(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "proto="+r.Header.Get("X-Forwarded-Proto"))
+	}))
+	t.Cleanup(upstream.Close)
+	certFile, keyFile, pool := selfSigned(t)
+	cfg := writeConfig(t, idpSrv, upstream.URL, fmt.Sprintf("tls: {cert_file: %q, key_file: %q}\n", certFile, keyFile))
+	proxyAddr, _, _, _ := startServe(t, nil, "-c", cfg, "--metrics-listen", "off")
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Get("https://" + proxyAddr + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "proto=https" {
+		t.Fatalf("over TLS: %d %q", resp.StatusCode, b)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	kb, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile, pool
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
