@@ -1,0 +1,490 @@
+package interop_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The realm served by provider/server.mjs (see provider/README.md).
+const (
+	realm        = "demo"
+	clientID     = "shortener"
+	clientSecret = "shortener-secret"
+	svcClientID  = "svc-reporter"
+	svcSecret    = "svc-reporter-secret"
+)
+
+// Paths, set by TestMain.
+var (
+	repoRoot string // the module root
+	binDir   string // where the real binaries are built, once per test run
+)
+
+func TestMain(m *testing.M) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err == nil {
+		_, err = os.Stat(filepath.Join(root, "go.mod"))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interop: cannot find the module root:", err)
+		os.Exit(2)
+	}
+	repoRoot = root
+	dir, err := os.MkdirTemp("", "idp-proxy-interop-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "interop:", err)
+		os.Exit(2)
+	}
+	binDir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needs says which external tools a test requires.
+type needs int
+
+const (
+	needProvider needs = 1 << iota // node + the provider's npm packages
+	needBrowser                    // /usr/bin/chromium + playwright-core
+)
+
+// chromiumPath is Debian's Chromium, or $INTEROP_CHROMIUM.
+func chromiumPath() string {
+	if p := os.Getenv("INTEROP_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// requireTools skips the test (fails it when $CI is set) unless what it
+// needs is installed, and skips it under -short.
+func requireTools(t *testing.T, what needs) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: skipped with -short")
+	}
+	var missing []string
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = append(missing, "node (Node.js >= 20) on PATH")
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if what&needProvider != 0 && !exists(filepath.Join(repoRoot, "test/interop/provider/node_modules/oidc-provider/package.json")) {
+		missing = append(missing, "the provider's npm packages (test/interop/provider/install.sh)")
+	}
+	if what&needBrowser != 0 {
+		if !exists(chromiumPath()) {
+			missing = append(missing, chromiumPath()+" (apt-get install chromium chromium-driver)")
+		}
+		if !exists(filepath.Join(repoRoot, "test/interop/browser/node_modules/playwright-core/package.json")) {
+			missing = append(missing, "playwright-core (test/interop/browser/install.sh)")
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := "end-to-end test needs " + strings.Join(missing, ", ") + "; `.ci/setup` (as root) installs all of it"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + " [CI is set: this suite must run, not skip]")
+	}
+	t.Skip(msg)
+}
+
+// ---------------------------------------------------------------------------
+// subprocesses
+
+// logBuffer is a concurrency-safe output sink that also reports its first
+// line (the provider's readiness line).
+type logBuffer struct {
+	mu        sync.Mutex
+	buf       bytes.Buffer
+	firstLine chan string // buffered(1), gets the first complete line
+	sent      bool
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{firstLine: make(chan string, 1)} }
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if !b.sent {
+		if line, _, ok := strings.Cut(b.buf.String(), "\n"); ok {
+			b.firstLine <- line
+			b.sent = true
+		}
+	}
+	return len(p), nil
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// proc is a subprocess stopped (SIGTERM, then SIGKILL) at the end of the
+// test; its output is logged when the test fails.
+type proc struct {
+	name     string
+	cmd      *exec.Cmd
+	stdout   *logBuffer
+	stderr   *logBuffer
+	done     chan struct{} // closed when the process has exited
+	waitErr  error
+	stopOnce sync.Once
+}
+
+func startProc(t *testing.T, name string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, stdout: newLogBuffer(), stderr: newLogBuffer(), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop()
+		out := p.stdout.String() + p.stderr.String()
+		if strings.Contains(out, "WARNING: DATA RACE") {
+			t.Errorf("%s reported a data race:\n%s", name, tail(out, 8000))
+		} else if t.Failed() {
+			t.Logf("--- output of %s (%v):\n%s", name, cmd.Args, tail(out, 4000))
+		}
+	})
+	return p
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// stop ends the process gracefully (SIGTERM, then SIGKILL after 10 s) and
+// waits for it. Safe to call more than once.
+func (p *proc) stop() {
+	p.stopOnce.Do(func() {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitHTTP polls url until it answers want, failing the test when p exits
+// or after 30 s.
+func waitHTTP(t *testing.T, p *proc, url string, want int) {
+	t.Helper()
+	c := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			t.Fatalf("%s exited before it was ready (%v):\n%s", p.name, p.waitErr, tail(p.stdout.String()+p.stderr.String(), 4000))
+		}
+		resp, err := c.Get(url)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == want {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: %s did not answer %d within 30 s (last: %s)", p.name, url, want, last)
+}
+
+// freePort returns a port that was free a moment ago on 127.0.0.1.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// ---------------------------------------------------------------------------
+// the provider
+
+type provider struct {
+	*proc
+	Issuer   string
+	Port     int
+	KeysFile string
+	KIDs     []string
+}
+
+type providerOptions struct {
+	Port         int      // 0: a free one
+	KeysFile     string   // "": keys in memory
+	RedirectURIs []string // redirect URIs of client shortener
+}
+
+// startProvider runs provider/server.mjs and waits for its readiness line.
+func startProvider(t *testing.T, o providerOptions) *provider {
+	t.Helper()
+	args := []string{"server.mjs", "--port", strconv.Itoa(o.Port), "--realm", realm}
+	if o.KeysFile != "" {
+		args = append(args, "--keys", o.KeysFile)
+	}
+	for _, u := range o.RedirectURIs {
+		args = append(args, "--redirect-uri", u)
+	}
+	cmd := exec.Command("node", args...)
+	cmd.Dir = filepath.Join(repoRoot, "test", "interop", "provider")
+	p := startProc(t, "provider", cmd)
+	var line string
+	select {
+	case line = <-p.stdout.firstLine:
+	case <-p.done:
+		t.Fatalf("provider exited (%v):\n%s", p.waitErr, tail(p.stderr.String(), 4000))
+	case <-time.After(30 * time.Second):
+		t.Fatalf("provider not ready within 30 s:\n%s", tail(p.stderr.String(), 4000))
+	}
+	var ready struct {
+		Ready       bool     `json:"ready"`
+		Issuer      string   `json:"issuer"`
+		Port        int      `json:"port"`
+		SigningKIDs []string `json:"signing_kids"`
+	}
+	if err := json.Unmarshal([]byte(line), &ready); err != nil || !ready.Ready || ready.Issuer == "" {
+		t.Fatalf("provider readiness line %q: %v", line, err)
+	}
+	return &provider{proc: p, Issuer: ready.Issuer, Port: ready.Port, KeysFile: o.KeysFile, KIDs: ready.SigningKIDs}
+}
+
+// ServerURL is the idp server_url (the issuer without /realms/<realm>).
+func (p *provider) ServerURL() string { return "http://127.0.0.1:" + strconv.Itoa(p.Port) }
+
+// TokenURL is Keycloak's token endpoint path.
+func (p *provider) TokenURL() string { return p.Issuer + "/protocol/openid-connect/token" }
+
+// AuthURL is Keycloak's authorization endpoint path.
+func (p *provider) AuthURL() string { return p.Issuer + "/protocol/openid-connect/auth" }
+
+// ---------------------------------------------------------------------------
+// the real binaries
+
+var build struct {
+	once      sync.Once
+	shortener string
+	proxy     string
+	err       error
+}
+
+// binaries builds cmd/shortener and cmd/idp-proxy once per test run, with
+// the race detector when the tests run with it.
+func binaries(t *testing.T) (shortener, idpProxy string) {
+	t.Helper()
+	build.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			build.err = fmt.Errorf("go tool not on PATH: %w", err)
+			return
+		}
+		args := []string{"build", "-o", binDir + string(os.PathSeparator)}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "./cmd/shortener", "./cmd/idp-proxy")
+		cmd := exec.Command(goTool, args...)
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+			return
+		}
+		build.shortener = filepath.Join(binDir, "shortener")
+		build.proxy = filepath.Join(binDir, "idp-proxy")
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.shortener, build.proxy
+}
+
+// startShortener runs cmd/shortener on a bbolt file in t.TempDir() and
+// returns its base URL. extra flags are appended.
+func startShortener(t *testing.T, extra ...string) (string, *proc) {
+	t.Helper()
+	bin, _ := binaries(t)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	args := append([]string{
+		"--listen", addr,
+		"--store", "bolt:" + filepath.Join(t.TempDir(), "shortener.db"),
+		"--metrics-listen", "off",
+		"--log-format", "json",
+	}, extra...)
+	p := startProc(t, "shortener", exec.Command(bin, args...))
+	base := "http://" + addr
+	waitHTTP(t, p, base+"/health", http.StatusOK)
+	return base, p
+}
+
+// stack is idp-proxy in front of the shortener, both real binaries.
+type stack struct {
+	Proxy     string // http://127.0.0.1:PORT
+	Ops       string // the operations listener
+	Shortener string // the upstream, direct
+	proxyProc *proc
+}
+
+// proxyConfig is the YAML given to idp-proxy: the documented shape of
+// config.example.yaml, for the provider at serverURL.
+func proxyConfig(serverURL, proxyAddr, opsAddr, upstream string) string {
+	return fmt.Sprintf(`listen: %[1]s
+metrics_listen: %[2]s
+upstream:
+  url: %[3]s
+idp:
+  server_url: %[4]s
+  realm: %[5]s
+  client_id: %[6]s
+  client_secret: %[7]s
+  include_routes: true
+  redirect_uri: http://%[1]s/auth/callback
+  session_secret: interop-session-secret-0123456789abcdef
+  optional_audiences: [%[8]s]
+  http_timeout: 5s
+routes:
+  - match: GET /health
+    public: true
+  - match: GET /{code}
+    public: true
+  - match: POST /shorten
+    roles: [creator]
+default_policy: deny
+log:
+  format: json
+  level: debug
+`, proxyAddr, opsAddr, upstream, serverURL, realm, clientID, clientSecret, svcClientID)
+}
+
+// startStack runs the shortener and idp-proxy in front of it against the
+// provider at serverURL. The proxy's port is chosen by the caller because
+// its callback URL must be registered at the provider. With waitReady, it
+// waits until the proxy's /readyz says the keys are loaded; otherwise only
+// until /healthz answers.
+func startStack(t *testing.T, serverURL string, proxyPort int, waitReady bool) *stack {
+	t.Helper()
+	_, proxyBin := binaries(t)
+	proxyAddr := "127.0.0.1:" + strconv.Itoa(proxyPort)
+	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	upstream, _ := startShortener(t, "--trust-identity-headers", "--base-url", "http://"+proxyAddr)
+	cfg := filepath.Join(t.TempDir(), "idp-proxy.yaml")
+	if err := os.WriteFile(cfg, []byte(proxyConfig(serverURL, proxyAddr, opsAddr, upstream)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(proxyBin, "serve", "--config", cfg)
+	cmd.Env = cleanEnv()
+	pp := startProc(t, "idp-proxy", cmd)
+	s := &stack{Proxy: "http://" + proxyAddr, Ops: "http://" + opsAddr, Shortener: upstream, proxyProc: pp}
+	if waitReady {
+		waitHTTP(t, pp, s.Ops+"/readyz", http.StatusOK)
+	} else {
+		waitHTTP(t, pp, s.Ops+"/healthz", http.StatusOK)
+	}
+	return s
+}
+
+// cleanEnv is the environment without IDP_PROXY_* variables (which would
+// override the test's config file).
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "IDP_PROXY_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// ---------------------------------------------------------------------------
+// HTTP
+
+type answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+func (a answer) String() string { return fmt.Sprintf("%d %s", a.Status, a.Body) }
+
+// call sends one request with an optional bearer token and JSON body,
+// without following redirects.
+func call(t *testing.T, method, url, token string, body any) answer {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c := &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}

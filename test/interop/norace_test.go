@@ -1,0 +1,6 @@
+//go:build !race
+
+package interop_test
+
+// raceEnabled: the real binaries are built with -race too.
+const raceEnabled = false
