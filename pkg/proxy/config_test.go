@@ -308,3 +308,20 @@ func TestKnownKeysCoverConfig(t *testing.T) {
 		t.Errorf("EnvName = %s", EnvName("idp.client_secret"))
 	}
 }
+
+func TestCheckReportsEveryProblem(t *testing.T) {
+	c := validConfig()
+	c.DefaultPolicy = "allow"
+	c.IDP.ServerURL = ""
+	c.Headers.Roles = "Bad Header"
+	c.Routes = []RouteConfig{{Match: "/x", Strategy: "any"}}
+	_, err := Check(c)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{"default_policy", "server_url is required", "headers.roles", "strategy without roles"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -80,6 +80,8 @@ func compile(cfg Config) (*compiled, error) {
 	ic, err := cfg.PluginConfig()
 	if err != nil {
 		errs = append(errs, err)
+	} else if err := validatePluginConfig(ic); err != nil {
+		errs = append(errs, err)
 	}
 	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, cfg.IDP.ExcludedPaths)
 	if err != nil {
@@ -105,22 +107,33 @@ func compile(cfg Config) (*compiled, error) {
 	return &compiled{cfg: cfg, idpCfg: ic, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u}, nil
 }
 
+// validatePluginConfig lets idp.New check ic, with an HTTP client that
+// refuses every request, so that nothing reaches the provider.
+func validatePluginConfig(ic idp.Config) error {
+	ic.HTTPClient = &http.Client{Transport: refuseTransport{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p, err := idp.New(ctx, ic)
+	if err != nil {
+		return err
+	}
+	return p.Close()
+}
+
+type refuseTransport struct{}
+
+func (refuseTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("proxy: configuration check: no network")
+}
+
 // Check validates cfg completely without contacting the provider or the
 // upstream, and returns the compiled rule table as check-config prints it.
+// The error lists every problem found, one per line.
 func Check(cfg Config) (string, error) {
 	c, err := compile(cfg)
 	if err != nil {
 		return "", err
 	}
-	// idp.New validates its config; with a cancelled context its key
-	// discovery stops at once without a request.
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	p, err := idp.New(ctx, c.idpCfg)
-	if err != nil {
-		return "", err
-	}
-	_ = p.Close()
 	return c.table(), nil
 }
 
@@ -243,27 +256,31 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	rl, dec, fwd := p.serve(sw, r)
 	rl.metrics.inc(dec)
-	{
-		user := ""
-		if u, ok := idp.UserFrom(fwd.Context()); ok {
-			user = u.Sub
-		}
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("request_id", rid),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
-			slog.Int64("bytes", sw.bytes),
-			slog.Duration("duration", time.Since(start)),
-			slog.String("rule", rl.label),
-			slog.String("decision", dec.String()),
-			slog.String("user", user),
-			slog.String("remote", r.RemoteAddr))
+	p.logAccess(r, fwd, sw, rid, rl, dec, time.Since(start))
+}
+
+// logAccess writes the access record of a request: never a token, a
+// header value or the query string.
+func (p *Proxy) logAccess(r, fwd *http.Request, sw *statusWriter, rid string, rl *rule, dec decision, d time.Duration) {
+	user := ""
+	if u, ok := idp.UserFrom(fwd.Context()); ok {
+		user = u.Sub
 	}
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("request_id", rid),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", status),
+		slog.Int64("bytes", sw.bytes),
+		slog.Duration("duration", d),
+		slog.String("rule", rl.label),
+		slog.String("decision", dec.String()),
+		slog.String("user", user),
+		slog.String("remote", r.RemoteAddr))
 }
 
 // serve applies the rules and, when they allow it, forwards. It returns
