@@ -85,3 +85,40 @@ func TestDecisionsGolden(t *testing.T) {
 		t.Errorf("decisions changed:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestDecide(t *testing.T) {
+	idpSrv := newProvider(t)
+	tr := &countingTransport{}
+	p, err := New(context.Background(), testConfig(idpSrv, "http://upstream.invalid"), Options{Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	creator := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	plain := idpSrv.Mint(idpSrv.UserClaims("shortener", "bob"))
+	tests := []struct {
+		method, target, token string
+		want                  Decision
+	}{
+		{"POST", "/shorten", creator, Decision{Rule: "POST /shorten", Decision: "allowed", User: "user-alice"}},
+		{"POST", "/shorten", plain, Decision{Rule: "POST /shorten", Decision: "forbidden", Status: 403, User: "user-bob"}},
+		{"POST", "/shorten", "", Decision{Rule: "POST /shorten", Decision: "no_token", Status: 401}},
+		{"GET", "/abc?x=1", "", Decision{Rule: "GET /{code}", Decision: "public"}},
+		{"GET", "/a/../b", "", Decision{Rule: "(invalid)", Decision: "bad_request", Status: 400}},
+	}
+	for _, tt := range tests {
+		got, err := p.Decide(context.Background(), tt.method, tt.target, tt.token)
+		if err != nil || got != tt.want {
+			t.Errorf("Decide(%s %s) = %+v, %v; want %+v", tt.method, tt.target, got, err, tt.want)
+		}
+	}
+	if _, err := p.Decide(context.Background(), "GET", "no-slash", ""); err == nil {
+		t.Error("target without a leading slash accepted")
+	}
+	if tr.n.Load() != 0 {
+		t.Error("Decide forwarded a request")
+	}
+}

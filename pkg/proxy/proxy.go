@@ -286,51 +286,13 @@ func (p *Proxy) logAccess(r, fwd *http.Request, sw *statusWriter, rid string, rl
 // serve applies the rules and, when they allow it, forwards. It returns
 // the rule that judged, the decision and the request as forwarded.
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (*rule, decision, *http.Request) {
-	switch r.Method {
-	case http.MethodConnect, http.MethodTrace:
-		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
-		problem.Write(w, http.StatusMethodNotAllowed, r.Method+" is not supported by the proxy")
-		return p.badRule, decBadRequest, r
+	rl, dec, r, ok := p.judge(w, r)
+	if !ok {
+		return rl, dec, r
 	}
-	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
-		problem.Write(w, http.StatusBadRequest, reason)
-		return p.badRule, decBadRequest, r
-	}
-	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
+	if dec == decAuthRoute {
 		p.serveAuthRoutes(w, r)
-		return p.authRule, decAuthRoute, r
-	}
-	rl := p.rules.match(r)
-	dec := decAllowed
-	switch rl.policy {
-	case policyDeny:
-		problem.Write(w, http.StatusForbidden, "access to this path is denied by the proxy's policy")
-		return rl, decDenied, r
-	case policyPublic:
-		dec = decPublic
-		if _, err := p.plugin.TokenFromRequest(r); !errors.Is(err, idp.ErrNoToken) {
-			// A token on a public route: forward its identity when it is
-			// valid, otherwise go on anonymously (rewrite drops it).
-			if r2, err := p.authenticate(r); err == nil {
-				r = r2
-			}
-		}
-	default:
-		r2, err := p.authenticate(r)
-		if err != nil {
-			p.plugin.WriteError(w, r, err)
-			return rl, decisionOf(err), r
-		}
-		if len(rl.guards) > 0 {
-			u, _ := idp.UserFrom(r2.Context())
-			for _, g := range rl.guards {
-				if !g.Allow(u) {
-					p.plugin.WriteError(w, r2, idp.ErrForbidden)
-					return rl, decForbidden, r2
-				}
-			}
-		}
-		r = r2
+		return rl, dec, r
 	}
 	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > p.maxBody {
@@ -341,6 +303,109 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (*rule, decision, 
 	}
 	p.rp.ServeHTTP(w, r)
 	return rl, dec, r
+}
+
+// judge checks the request's method and path and applies the rules. When
+// the request may go on (to the upstream, or to the /auth routes when dec
+// is decAuthRoute) it returns ok and the request carrying the identity;
+// otherwise it has written the refusal to w.
+func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec decision, out *http.Request, ok bool) {
+	switch r.Method {
+	case http.MethodConnect, http.MethodTrace:
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+		problem.Write(w, http.StatusMethodNotAllowed, r.Method+" is not supported by the proxy")
+		return p.badRule, decBadRequest, r, false
+	}
+	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
+		problem.Write(w, http.StatusBadRequest, reason)
+		return p.badRule, decBadRequest, r, false
+	}
+	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
+		return p.authRule, decAuthRoute, r, true
+	}
+	rl = p.rules.match(r)
+	switch rl.policy {
+	case policyDeny:
+		problem.Write(w, http.StatusForbidden, "access to this path is denied by the proxy's policy")
+		return rl, decDenied, r, false
+	case policyPublic:
+		if _, err := p.plugin.TokenFromRequest(r); !errors.Is(err, idp.ErrNoToken) {
+			// A token on a public route: forward its identity when it is
+			// valid, otherwise go on anonymously (rewrite drops it).
+			if r2, err := p.authenticate(r); err == nil {
+				r = r2
+			}
+		}
+		return rl, decPublic, r, true
+	}
+	r2, err := p.authenticate(r)
+	if err != nil {
+		p.plugin.WriteError(w, r, err)
+		return rl, decisionOf(err), r, false
+	}
+	if len(rl.guards) > 0 {
+		u, _ := idp.UserFrom(r2.Context())
+		for _, g := range rl.guards {
+			if !g.Allow(u) {
+				p.plugin.WriteError(w, r2, idp.ErrForbidden)
+				return rl, decForbidden, r2, false
+			}
+		}
+	}
+	return rl, decAllowed, r2, true
+}
+
+// Decision is how the proxy judges a request, as Decide reports it.
+type Decision struct {
+	Rule     string `json:"rule"`     // the rule's pattern, or (default), (excluded) PATH, (auth), (invalid)
+	Decision string `json:"decision"` // allowed, public, no_token, invalid_token, forbidden, denied, unavailable, bad_request, auth_route
+	Status   int    `json:"status"`   // the proxy's answer, or 0 when the request would be forwarded
+	User     string `json:"user,omitempty"`
+}
+
+// Decide reports how the proxy would judge method and target (a path
+// with an optional query) carrying the access token raw ("" for none),
+// without forwarding anything.
+func (p *Proxy) Decide(ctx context.Context, method, target, raw string) (Decision, error) {
+	r, err := http.NewRequestWithContext(ctx, method, "http://idp-proxy.invalid"+target, nil)
+	if err != nil || !strings.HasPrefix(target, "/") {
+		return Decision{}, fmt.Errorf("proxy: %s %q is not a request", method, target)
+	}
+	r.Host = ""
+	if raw != "" {
+		if p.tokenCookie != "" {
+			r.AddCookie(&http.Cookie{Name: p.tokenCookie, Value: raw})
+		} else {
+			r.Header.Set("Authorization", "Bearer "+raw)
+		}
+	}
+	w := &discardWriter{header: http.Header{}}
+	rl, dec, out, ok := p.judge(w, r)
+	d := Decision{Rule: rl.label, Decision: dec.String()}
+	if !ok {
+		d.Status = w.status
+	}
+	if u, found := idp.UserFrom(out.Context()); found {
+		d.User = u.Sub
+	}
+	return d, nil
+}
+
+// discardWriter records the status of an answer and drops the rest.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(b), nil
 }
 
 func (p *Proxy) authenticate(r *http.Request) (*http.Request, error) {

@@ -150,6 +150,16 @@ func TestVerify(t *testing.T) {
 			t.Errorf("%s: err %v, out %s", name, err, out)
 		}
 	}
+	// --request judges a request with the rules too.
+	out, _, err = run(t, deps{}, "-c", cfg, "verify", "--request", "POST /shorten", good)
+	if err != nil || !strings.Contains(out, `"rule": "POST /shorten"`) || !strings.Contains(out, `"decision": "allowed"`) {
+		t.Errorf("--request allowed: %v %s", err, out)
+	}
+	plain := idpSrv.Mint(idpSrv.UserClaims("shortener", "bob"))
+	out, _, err = run(t, deps{}, "-c", cfg, "verify", "--request", "POST /shorten", plain)
+	if err == nil || !strings.Contains(out, `"decision": "forbidden"`) || !strings.Contains(out, `"status": 403`) {
+		t.Errorf("--request forbidden: %v %s", err, out)
+	}
 	if _, _, err := run(t, deps{stdin: strings.NewReader("")}, "-c", cfg, "verify"); err == nil || !strings.Contains(err.Error(), "empty token") {
 		t.Errorf("empty stdin: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // errInvalidToken makes verify exit with status 1 after printing its
@@ -28,6 +29,8 @@ type verdict struct {
 	Issuer   string          `json:"issuer"`
 	User     *userJSON       `json:"user,omitempty"`
 	Claims   json.RawMessage `json:"claims,omitempty"`
+	// Request is the proxy's judgement of --request.
+	Request *proxy.Decision `json:"request,omitempty"`
 }
 
 type userJSON struct {
@@ -41,7 +44,8 @@ type userJSON struct {
 }
 
 func newVerifyCmd(d deps, g *globalFlags, load loadFunc) *cobra.Command {
-	return &cobra.Command{
+	var request string
+	cmd := &cobra.Command{
 		Use:   "verify [TOKEN|-]",
 		Short: "Verify an access token against the provider and print the decision and claims",
 		Long: `verify checks TOKEN (or the first line of stdin when TOKEN is "-" or
@@ -50,7 +54,14 @@ with the provider's keys, algorithm, issuer, expiry, token type and the
 audience rule with idp.audience and idp.optional_audiences. It prints a JSON
 document {decision, error, reason, issuer, user, claims} on stdout and exits
 with status 0 when the token is valid, 1 otherwise. The token itself is never
-printed.`,
+printed.
+
+With --request "METHOD /path", verify also judges that request with the
+configured rules (which needs the whole configuration) and adds
+{rule, decision, status, user} under "request"; status is the proxy's answer,
+0 when it would forward. It then exits 1 when the request would be refused.
+
+  idp-proxy verify -c proxy.yaml --request "POST /shorten" "$TOKEN"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := load(cmd, g.config)
@@ -68,11 +79,20 @@ printed.`,
 			ic.Logger = slog.New(slog.DiscardHandler)
 			ctx, cancel := context.WithTimeout(cmd.Context(), ic.HTTPTimeout)
 			defer cancel()
-			p, err := idp.New(ctx, ic)
-			if err != nil {
-				return err
+			var px *proxy.Proxy
+			var p *idp.Plugin
+			if request != "" {
+				if px, err = proxy.New(ctx, cfg, proxy.Options{}); err != nil {
+					return err
+				}
+				defer px.Close()
+				p = px.Plugin()
+			} else {
+				if p, err = idp.New(ctx, ic); err != nil {
+					return err
+				}
+				defer p.Close()
 			}
-			defer p.Close()
 			v := verdict{Issuer: p.Issuer()}
 			var tp *idp.TokenPayload
 			if err = p.WaitReady(ctx); err == nil {
@@ -88,17 +108,30 @@ printed.`,
 			default:
 				v.Decision, v.Error, v.Reason = "invalid", err.Error(), idp.Reason(err)
 			}
+			if err != nil {
+				err = fmt.Errorf("%w: %s", errInvalidToken, v.Decision)
+			}
+			if px != nil {
+				method, target, _ := strings.Cut(strings.TrimSpace(request), " ")
+				dec, derr := px.Decide(ctx, method, strings.TrimSpace(target), raw)
+				if derr != nil {
+					return derr
+				}
+				v.Request = &dec
+				if dec.Status != 0 && err == nil {
+					err = fmt.Errorf("idp-proxy: %s would be refused with %d (%s, rule %s)", request, dec.Status, dec.Decision, dec.Rule)
+				}
+			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			if werr := enc.Encode(v); werr != nil {
 				return werr
 			}
-			if err != nil {
-				return fmt.Errorf("%w: %s", errInvalidToken, v.Decision)
-			}
-			return nil
+			return err
 		},
 	}
+	cmd.Flags().StringVar(&request, "request", "", `also judge this request with the rules, e.g. "POST /shorten"`)
+	return cmd
 }
 
 func readToken(args []string, stdin io.Reader) (string, error) {
