@@ -77,6 +77,11 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 	default:
 		rs.def = &rule{index: -1, pattern: "(unmatched)", policy: policyAuthenticated, desc: "authenticated (default_policy)", label: "(default)"}
 	}
+	// A catch-all "/" (less specific than any other pattern, so it never
+	// changes which rule wins) makes a miss as cheap as a hit: without it
+	// ServeMux works out the allowed methods for a 405 on every miss.
+	// Rules that already cover "/" keep it.
+	_ = register(rs.mux, "/", rs.def)
 	return rs, errors.Join(errs...)
 }
 
