@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +169,23 @@ func TestClientIdentityHeadersAreStripped(t *testing.T) {
 					}
 				}
 				return
+			}
+			// Exactly these headers reach the upstream: the client's
+			// harmless ones and the proxy's own.
+			var keys []string
+			for k := range got {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			wantKeys := []string{"Accept-Encoding", "Authorization", "User-Agent",
+				"X-Auth-Request-Email", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Roles", "X-Auth-Request-User",
+				"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Request-Id"}
+			if tc.method == "POST" {
+				wantKeys = append(wantKeys, "Content-Length") // Go's client sends 0
+				slices.Sort(wantKeys)
+			}
+			if !slices.Equal(keys, wantKeys) {
+				t.Errorf("upstream saw headers %q\nwant %q", keys, wantKeys)
 			}
 			want := map[string]string{
 				"Authorization":                     "Bearer " + alice,
