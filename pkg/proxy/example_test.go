@@ -1,0 +1,63 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
+)
+
+func Example() {
+	// A test provider and an upstream that shows what the proxy tells it.
+	provider, err := idptest.Start(idptest.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer provider.Close()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "user=%s roles=%s", r.Header.Get("X-Auth-Request-User"), r.Header.Get("X-Auth-Request-Roles"))
+	}))
+	defer upstream.Close()
+
+	cfg := proxy.DefaultConfig() // or proxy.Load("config.yaml", proxy.LoadOptions{Env: os.Environ()})
+	cfg.Upstream.URL = upstream.URL
+	cfg.IDP.ServerURL, cfg.IDP.Realm, cfg.IDP.ClientID = provider.URL, provider.Realm, "shortener"
+	cfg.Routes = []proxy.RouteConfig{
+		{Match: "GET /health", Public: true},
+		{Match: "POST /shorten", Roles: []string{"creator"}},
+	}
+	p, err := proxy.New(context.Background(), cfg, proxy.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(p) // in production: cmd/idp-proxy serve
+	defer srv.Close()
+
+	for _, roles := range [][]string{{"creator"}, nil} {
+		req, _ := http.NewRequest("POST", srv.URL+"/shorten", nil)
+		req.Header.Set("Authorization", "Bearer "+provider.Mint(provider.UserClaims("shortener", "alice", roles...)))
+		req.Header.Set("X-Auth-Request-User", "mallory") // stripped by the proxy
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("Content-Type"))
+		if resp.StatusCode == 200 {
+			fmt.Println(string(body))
+		}
+	}
+	// Output:
+	// 200 text/plain; charset=utf-8
+	// user=user-alice roles=offline_access,default-roles-demo,creator
+	// 403 application/problem+json
+}
