@@ -1,0 +1,368 @@
+package deploy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+type composeFile struct {
+	Services map[string]composeService `yaml:"services"`
+	Volumes  map[string]any            `yaml:"volumes"`
+}
+
+type composeService struct {
+	Image string `yaml:"image"`
+	Build *struct {
+		Context    string `yaml:"context"`
+		Dockerfile string `yaml:"dockerfile"`
+	} `yaml:"build"`
+	Command     []string          `yaml:"command"`
+	Environment map[string]string `yaml:"environment"`
+	Volumes     []string          `yaml:"volumes"`
+	Ports       []string          `yaml:"ports"`
+	DependsOn   map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+}
+
+// realmExport is the part of Keycloak's realm representation we rely on.
+type realmExport struct {
+	Realm   string `json:"realm"`
+	Enabled bool   `json:"enabled"`
+	Roles   struct {
+		Realm  []struct{ Name string } `json:"realm"`
+		Client map[string][]struct {
+			Name string
+		} `json:"client"`
+	} `json:"roles"`
+	Clients []realmClient `json:"clients"`
+	Users   []struct {
+		Username               string              `json:"username"`
+		Enabled                bool                `json:"enabled"`
+		ServiceAccountClientID string              `json:"serviceAccountClientId"`
+		RealmRoles             []string            `json:"realmRoles"`
+		ClientRoles            map[string][]string `json:"clientRoles"`
+		Credentials            []struct {
+			Type      string `json:"type"`
+			Value     string `json:"value"`
+			Temporary bool   `json:"temporary"`
+		} `json:"credentials"`
+	} `json:"users"`
+}
+
+type realmClient struct {
+	ClientID                  string            `json:"clientId"`
+	Enabled                   bool              `json:"enabled"`
+	PublicClient              bool              `json:"publicClient"`
+	Secret                    string            `json:"secret"`
+	StandardFlowEnabled       bool              `json:"standardFlowEnabled"`
+	ServiceAccountsEnabled    bool              `json:"serviceAccountsEnabled"`
+	DirectAccessGrantsEnabled bool              `json:"directAccessGrantsEnabled"`
+	ImplicitFlowEnabled       bool              `json:"implicitFlowEnabled"`
+	RedirectURIs              []string          `json:"redirectUris"`
+	Attributes                map[string]string `json:"attributes"`
+}
+
+func loadRealm(t *testing.T) realmExport {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("keycloak", "realm-demo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r realmExport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r realmExport) client(t *testing.T, id string) realmClient {
+	t.Helper()
+	for _, c := range r.Clients {
+		if c.ClientID == id {
+			return c
+		}
+	}
+	t.Fatalf("realm %s has no client %s", r.Realm, id)
+	return realmClient{}
+}
+
+func (r realmExport) realmRoles() []string {
+	var out []string
+	for _, role := range r.Roles.Realm {
+		out = append(out, role.Name)
+	}
+	return out
+}
+
+func (r realmExport) clientRoles(client string) []string {
+	var out []string
+	for _, role := range r.Roles.Client[client] {
+		out = append(out, role.Name)
+	}
+	return out
+}
+
+// TestRealm checks the realm export against what the docs, the compose
+// stack and the interop tests (test/interop/provider, the same realm on
+// oidc-provider) assume.
+func TestRealm(t *testing.T) {
+	r := loadRealm(t)
+	if r.Realm != "demo" || !r.Enabled {
+		t.Fatalf("realm %q enabled=%v", r.Realm, r.Enabled)
+	}
+	web := r.client(t, "shortener")
+	if !web.Enabled || web.PublicClient || web.Secret == "" || !web.StandardFlowEnabled ||
+		web.ImplicitFlowEnabled || web.DirectAccessGrantsEnabled || web.ServiceAccountsEnabled {
+		t.Errorf("client shortener must be a confidential authorization-code client only: %+v", web)
+	}
+	if web.Attributes["pkce.code.challenge.method"] != "S256" {
+		t.Errorf("client shortener: PKCE S256 not enforced: %v", web.Attributes)
+	}
+	if !slices.Contains(web.RedirectURIs, "http://localhost:4180/auth/callback") {
+		t.Errorf("client shortener redirect URIs %v", web.RedirectURIs)
+	}
+	svc := r.client(t, "svc-reporter")
+	if !svc.Enabled || svc.PublicClient || svc.Secret == "" || !svc.ServiceAccountsEnabled ||
+		svc.StandardFlowEnabled || svc.ImplicitFlowEnabled || svc.DirectAccessGrantsEnabled {
+		t.Errorf("client svc-reporter must be a service account only: %+v", svc)
+	}
+	if !slices.Contains(r.clientRoles("shortener"), "editor") {
+		t.Errorf("client role shortener/editor not defined: %v", r.Roles.Client)
+	}
+
+	realmRoles := r.realmRoles()
+	users := map[string]int{}
+	for i, u := range r.Users {
+		users[u.Username] = i
+		if !u.Enabled {
+			t.Errorf("user %s disabled", u.Username)
+		}
+		for _, role := range u.RealmRoles {
+			if !slices.Contains(realmRoles, role) {
+				t.Errorf("user %s: realm role %s not defined", u.Username, role)
+			}
+		}
+		for c, roles := range u.ClientRoles {
+			for _, role := range roles {
+				if !slices.Contains(r.clientRoles(c), role) {
+					t.Errorf("user %s: client role %s/%s not defined", u.Username, c, role)
+				}
+			}
+		}
+	}
+	// What the interop provider (test/interop/provider/server.mjs) and the
+	// README promise: same users, passwords, secrets and roles.
+	mjs, err := os.ReadFile(filepath.Join("..", "test", "interop", "provider", "server.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []realmClient{web, svc} {
+		if want := fmt.Sprintf("client_id: '%s',\n    client_secret: '%s'", c.ClientID, c.Secret); !strings.Contains(string(mjs), want) {
+			t.Errorf("the interop provider's client %s has another secret than %q", c.ClientID, c.Secret)
+		}
+	}
+	for _, tc := range []struct {
+		user, password string
+		creator        bool
+		editor         bool
+	}{
+		{"alice", "alice-password", true, true},
+		{"bob", "bob-password", false, false},
+		{"service-account-svc-reporter", "", true, false},
+	} {
+		i, ok := users[tc.user]
+		if !ok {
+			t.Errorf("no user %s", tc.user)
+			continue
+		}
+		u := r.Users[i]
+		if slices.Contains(u.RealmRoles, "creator") != tc.creator {
+			t.Errorf("user %s: creator=%v, want %v", tc.user, !tc.creator, tc.creator)
+		}
+		if slices.Contains(u.ClientRoles["shortener"], "editor") != tc.editor {
+			t.Errorf("user %s: shortener/editor=%v, want %v", tc.user, !tc.editor, tc.editor)
+		}
+		if tc.password == "" {
+			if u.ServiceAccountClientID != "svc-reporter" || len(u.Credentials) != 0 {
+				t.Errorf("user %s must be svc-reporter's service account without a password", tc.user)
+			}
+			continue
+		}
+		if len(u.Credentials) != 1 || u.Credentials[0].Type != "password" ||
+			u.Credentials[0].Value != tc.password || u.Credentials[0].Temporary {
+			t.Errorf("user %s: want the permanent password %q", tc.user, tc.password)
+		}
+		if !strings.Contains(string(mjs), fmt.Sprintf("password: '%s'", tc.password)) {
+			t.Errorf("the interop provider has no user with password %q", tc.password)
+		}
+	}
+}
+
+func TestCompose(t *testing.T) {
+	var c composeFile
+	decodeYAML(t, "docker-compose.yml", &c)
+	var names []string
+	for n := range c.Services {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"idp-proxy", "keycloak", "postgres", "shortener"}) {
+		t.Fatalf("services %v", names)
+	}
+	for name, s := range c.Services {
+		if s.Image == "" {
+			t.Errorf("service %s: no image", name)
+		}
+		if s.Build != nil {
+			if _, err := os.Stat(filepath.Join(s.Build.Context, s.Build.Dockerfile)); err != nil {
+				t.Errorf("service %s: Dockerfile: %v", name, err)
+			}
+			if _, err := os.Stat(filepath.Join(s.Build.Context, "go.mod")); err != nil {
+				t.Errorf("service %s: the build context must be the module root: %v", name, err)
+			}
+		}
+		for _, v := range s.Volumes {
+			src, _, _ := strings.Cut(v, ":")
+			if strings.HasPrefix(src, ".") || strings.HasPrefix(src, "/") {
+				if _, err := os.Stat(src); err != nil {
+					t.Errorf("service %s: bind mount %s: %v", name, src, err)
+				}
+			} else if _, ok := c.Volumes[src]; !ok {
+				t.Errorf("service %s: named volume %s not declared", name, src)
+			}
+		}
+		for dep, cond := range s.DependsOn {
+			d, ok := c.Services[dep]
+			if !ok {
+				t.Errorf("service %s depends on unknown %s", name, dep)
+			}
+			if cond.Condition == "service_healthy" && d.Healthcheck == nil {
+				t.Errorf("service %s waits for %s to be healthy, which has no healthcheck", name, dep)
+			}
+		}
+	}
+
+	realm := loadRealm(t)
+	kc := c.Services["keycloak"]
+	if !strings.HasPrefix(kc.Image, "quay.io/keycloak/keycloak:26") ||
+		!slices.Contains(kc.Command, "start-dev") || !slices.Contains(kc.Command, "--import-realm") {
+		t.Errorf("keycloak: image %s command %v", kc.Image, kc.Command)
+	}
+	if !slices.Contains(kc.Volumes, "./keycloak:/opt/keycloak/data/import:ro") {
+		t.Errorf("keycloak: the realm directory is not mounted for import: %v", kc.Volumes)
+	}
+
+	// idp-proxy: its config file, with the environment compose gives it,
+	// loads and passes idp-proxy's own checks.
+	px := c.Services["idp-proxy"]
+	cfgPath, _ := flagValue(px.Command, "config")
+	var mounted string
+	for _, v := range px.Volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 && parts[1] == cfgPath {
+			mounted = parts[0]
+		}
+	}
+	if mounted == "" {
+		t.Fatalf("idp-proxy: --config %q is not a mounted file: %v", cfgPath, px.Volumes)
+	}
+	var env []string
+	for k, v := range px.Environment {
+		env = append(env, k+"="+v)
+	}
+	cfg := loadProxyConfig(t, mounted, env, nil)
+
+	// Keycloak's fixed hostname is the proxy's server_url, on Keycloak's port.
+	if kc.Environment["KC_HOSTNAME"] != cfg.IDP.ServerURL {
+		t.Errorf("KC_HOSTNAME %q != idp.server_url %q: token issuers would not match", kc.Environment["KC_HOSTNAME"], cfg.IDP.ServerURL)
+	}
+	kcHost, kcPort := hostPort(t, cfg.IDP.ServerURL)
+	if kcHost != "keycloak" || !slices.Contains(kc.Ports, fmt.Sprintf("%d:%d", kcPort, kcPort)) {
+		t.Errorf("idp.server_url %s vs keycloak ports %v", cfg.IDP.ServerURL, kc.Ports)
+	}
+	if cfg.IDP.Realm != realm.Realm {
+		t.Errorf("idp.realm %q, realm export %q", cfg.IDP.Realm, realm.Realm)
+	}
+	web := realm.client(t, cfg.IDP.ClientID)
+	if px.Environment["IDP_PROXY_IDP_CLIENT_SECRET"] != web.Secret {
+		t.Errorf("idp-proxy's client secret differs from the realm's client %s", web.ClientID)
+	}
+	if !slices.Contains(web.RedirectURIs, cfg.IDP.RedirectURI) {
+		t.Errorf("redirect_uri %s not registered in the realm (%v)", cfg.IDP.RedirectURI, web.RedirectURIs)
+	}
+	for _, aud := range cfg.IDP.OptionalAudiences {
+		if c := realm.client(t, aud); !c.ServiceAccountsEnabled {
+			t.Errorf("optional audience %s is not a service-account client", aud)
+		}
+	}
+	for _, r := range cfg.Routes {
+		for _, role := range r.Roles {
+			if !slices.Contains(realm.realmRoles(), role) {
+				t.Errorf("route %q needs realm role %s, not in the realm", r.Match, role)
+			}
+		}
+		for client, roles := range r.ClientRoles {
+			for _, role := range roles {
+				if !slices.Contains(realm.clientRoles(client), role) {
+					t.Errorf("route %q needs client role %s/%s, not in the realm", r.Match, client, role)
+				}
+			}
+		}
+	}
+
+	// Ports: the proxy is published; its operations port only on loopback;
+	// the redirect URI is the published proxy.
+	_, listenPort := hostPort(t, cfg.Listen)
+	_, opsPort := hostPort(t, cfg.MetricsListen)
+	if !slices.Contains(px.Ports, fmt.Sprintf("%d:%d", listenPort, listenPort)) ||
+		!slices.Contains(px.Ports, fmt.Sprintf("127.0.0.1:%d:%d", opsPort, opsPort)) {
+		t.Errorf("idp-proxy ports %v, want %d published and %d on 127.0.0.1", px.Ports, listenPort, opsPort)
+	}
+	if want := fmt.Sprintf("http://localhost:%d/auth/callback", listenPort); cfg.IDP.RedirectURI != want {
+		t.Errorf("redirect_uri %s, want %s", cfg.IDP.RedirectURI, want)
+	}
+
+	// The shortener: the proxy's upstream, not published, on PostgreSQL.
+	sh := c.Services["shortener"]
+	if len(sh.Ports) != 0 {
+		t.Errorf("shortener publishes %v: it must be reachable only through the proxy", sh.Ports)
+	}
+	upHost, upPort := hostPort(t, cfg.Upstream.URL)
+	listen, _ := flagValue(sh.Command, "listen")
+	if _, p := hostPort(t, listen); upHost != "shortener" || p != upPort {
+		t.Errorf("upstream.url %s vs shortener --listen %s", cfg.Upstream.URL, listen)
+	}
+	if _, ok := flagValue(sh.Command, "trust-identity-headers"); !ok && !slices.Contains(sh.Command, "--trust-identity-headers") {
+		t.Errorf("shortener does not record the proxy's identity header: %v", sh.Command)
+	}
+	if base, _ := flagValue(sh.Command, "base-url"); base != fmt.Sprintf("http://localhost:%d", listenPort) {
+		t.Errorf("shortener --base-url %q must be the published proxy", base)
+	}
+	store, _ := flagValue(sh.Command, "store")
+	dsn, err := url.Parse(store)
+	if err != nil || dsn.Scheme != "postgres" {
+		t.Fatalf("shortener --store %q: want a postgres:// DSN", store)
+	}
+	pg := c.Services["postgres"].Environment
+	pass, _ := dsn.User.Password()
+	if dsn.Hostname() != "postgres" || dsn.User.Username() != pg["POSTGRES_USER"] || pass != pg["POSTGRES_PASSWORD"] ||
+		strings.TrimPrefix(dsn.Path, "/") != pg["POSTGRES_DB"] {
+		t.Errorf("shortener --store %s does not match the postgres service %v", store, pg)
+	}
+	if _, ok := sh.DependsOn["postgres"]; !ok {
+		t.Error("shortener does not wait for postgres")
+	}
+	if _, ok := px.DependsOn["keycloak"]; !ok {
+		t.Error("idp-proxy does not wait for keycloak")
+	}
+}

@@ -1,0 +1,365 @@
+package deploy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
+)
+
+// Docker does not run where these tests run: they check what can be checked
+// without it (DESIGN §2, issue 6): every file parses, the files agree with
+// each other and with the repository, and the proxy configurations load and
+// pass idp-proxy's own checks.
+
+// yamlDocs decodes every document of a YAML file into a generic value.
+func yamlDocs(t *testing.T, path string) []any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	var docs []any
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if v != nil {
+			docs = append(docs, v)
+		}
+	}
+	if len(docs) == 0 {
+		t.Fatalf("%s: no YAML document", path)
+	}
+	return docs
+}
+
+// decodeYAML decodes one YAML document into v (unknown keys ignored).
+func decodeYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func TestEveryFileParses(t *testing.T) {
+	var yamls, jsons int
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch filepath.Ext(path) {
+		case ".yaml", ".yml":
+			yamls++
+			for _, doc := range yamlDocs(t, path) {
+				if _, ok := doc.(map[string]any); !ok {
+					t.Errorf("%s: a document is %T, want a mapping", path, doc)
+				}
+			}
+		case ".json":
+			jsons++
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			var v map[string]any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Errorf("%s: %v", path, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// docker-compose.yml, idp-proxy.yaml, 5 under k8s/; the realm export.
+	if yamls < 7 || jsons < 1 {
+		t.Fatalf("found %d YAML and %d JSON files, want at least 7 and 1", yamls, jsons)
+	}
+}
+
+// loadProxyConfig loads a proxy config file with idp-proxy's loader and
+// runs its complete check (no network).
+func loadProxyConfig(t *testing.T, path string, env []string, overrides map[string]any) proxy.Config {
+	t.Helper()
+	cfg, err := proxy.Load(path, proxy.LoadOptions{Env: env, Overrides: overrides})
+	if err != nil {
+		t.Fatalf("proxy.Load(%s): %v", path, err)
+	}
+	if _, err := proxy.Check(cfg); err != nil {
+		t.Fatalf("proxy.Check(%s):\n%v", path, err)
+	}
+	if _, err := cfg.PluginConfig(); err != nil {
+		t.Fatalf("%s: secrets: %v", path, err)
+	}
+	return cfg
+}
+
+// hostPort splits an address or URL's host into host and numeric port.
+func hostPort(t *testing.T, addr string) (string, int) {
+	t.Helper()
+	if u, err := url.Parse(addr); err == nil && u.Host != "" {
+		addr = u.Host
+		if u.Port() == "" {
+			addr += map[string]string{"http": ":80", "https": ":443"}[u.Scheme]
+		}
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	return h, n
+}
+
+// flagValue returns the value of --name=value or --name value in args.
+func flagValue(args []string, name string) (string, bool) {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+		if a == "--"+name && i+1 < len(args) {
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+// ---------------------------------------------------------------------------
+// Dockerfiles
+
+type instruction struct {
+	cmd  string // upper case
+	args string
+}
+
+// dockerfile parses a Dockerfile into instructions (comments dropped,
+// continuation lines joined).
+func dockerfile(t *testing.T, path string) []instruction {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []instruction
+	var cur strings.Builder
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if s, ok := strings.CutSuffix(line, "\\"); ok {
+			cur.WriteString(s + " ")
+			continue
+		}
+		cur.WriteString(line)
+		cmd, args, _ := strings.Cut(cur.String(), " ")
+		out = append(out, instruction{strings.ToUpper(cmd), strings.TrimSpace(args)})
+		cur.Reset()
+	}
+	return out
+}
+
+func TestDockerfiles(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPorts := map[string][]string{"idp-proxy": {"4180", "9180"}, "shortener": {"8000"}}
+	for bin, ports := range wantPorts {
+		t.Run(bin, func(t *testing.T) {
+			path := "Dockerfile." + bin
+			ins := dockerfile(t, path)
+			var froms, runs, copies, users, exposes []string
+			var entrypoint string
+			for _, in := range ins {
+				switch in.cmd {
+				case "FROM":
+					froms = append(froms, in.args)
+				case "RUN":
+					runs = append(runs, in.args)
+				case "COPY":
+					copies = append(copies, in.args)
+				case "USER":
+					users = append(users, in.args)
+				case "EXPOSE":
+					exposes = append(exposes, strings.Fields(in.args)...)
+				case "ENTRYPOINT":
+					entrypoint = in.args
+				}
+			}
+			if len(froms) != 2 || !strings.HasPrefix(froms[0], "golang:1.26 AS ") ||
+				froms[1] != "gcr.io/distroless/static-debian12:nonroot" {
+				t.Errorf("FROM %q: want a golang:1.26 builder and gcr.io/distroless/static-debian12:nonroot", froms)
+			}
+			build := strings.Join(runs, "\n")
+			for _, want := range []string{"CGO_ENABLED=0", "-trimpath", "go build", "./cmd/" + bin} {
+				if !strings.Contains(build, want) {
+					t.Errorf("no RUN has %q", want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(root, "cmd", bin, "main.go")); err != nil {
+				t.Errorf("the build target does not exist: %v", err)
+			}
+			if !slices.Contains(users, "nonroot:nonroot") && !slices.Contains(users, "65532:65532") {
+				t.Errorf("USER %q, want nonroot", users)
+			}
+			var argv []string
+			if err := json.Unmarshal([]byte(entrypoint), &argv); err != nil || len(argv) == 0 {
+				t.Errorf("ENTRYPOINT %q must be exec form (the image has no shell)", entrypoint)
+			}
+			ignore, err := os.ReadFile(path + ".dockerignore")
+			if err != nil {
+				t.Fatalf("the Dockerfile's ignore file: %v", err)
+			}
+			installed := false
+			for _, c := range copies {
+				f := strings.Fields(c)
+				var from bool
+				for len(f) > 0 && strings.HasPrefix(f[0], "--") {
+					from = from || strings.HasPrefix(f[0], "--from=")
+					f = f[1:]
+				}
+				if len(f) < 2 {
+					t.Errorf("COPY %q", c)
+					continue
+				}
+				if from {
+					installed = installed || (len(argv) > 0 && f[len(f)-1] == argv[0])
+					continue
+				}
+				for _, src := range f[:len(f)-1] {
+					if _, err := os.Stat(filepath.Join(root, src)); err != nil {
+						t.Errorf("COPY source %s: %v", src, err)
+					}
+					if !strings.Contains(string(ignore), "!"+src) {
+						t.Errorf("%s.dockerignore excludes the COPY source %s", path, src)
+					}
+				}
+			}
+			if !installed {
+				t.Errorf("ENTRYPOINT %v is not the binary copied from the builder", argv)
+			}
+			for _, p := range ports {
+				if !slices.Contains(exposes, p) {
+					t.Errorf("EXPOSE %v lacks %s", exposes, p)
+				}
+			}
+		})
+	}
+	if hadolint, err := exec.LookPath("hadolint"); err == nil {
+		for bin := range wantPorts {
+			if out, err := exec.Command(hadolint, "Dockerfile."+bin).CombinedOutput(); err != nil {
+				t.Errorf("hadolint Dockerfile.%s: %v\n%s", bin, err, out)
+			}
+		}
+	} else {
+		t.Log("hadolint not installed: Dockerfile lint skipped")
+	}
+}
+
+// TestDockerBuildContext builds both binaries the way the Dockerfiles do
+// (CGO_ENABLED=0, -trimpath, the version -X flag) from a copy of only what
+// the Dockerfiles' ignore files let into the build context, then runs
+// `version`: it catches a context that lacks a file the build needs and a
+// wrong -X path.
+func TestDockerBuildContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds both binaries: skipped with -short")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not on PATH")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxDir := t.TempDir()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		copyFile(t, filepath.Join(root, f), filepath.Join(ctxDir, f))
+	}
+	for _, dir := range []string{"cmd", "internal", "pkg"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "testdata" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if strings.HasSuffix(p, "_test.go") {
+				return nil
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil {
+				return err
+			}
+			copyFile(t, p, filepath.Join(ctxDir, rel))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	const version = "v9.9.9-deploytest"
+	for _, bin := range []string{"idp-proxy", "shortener"} {
+		args := []string{"build", "-trimpath",
+			"-ldflags=-s -w -X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=" + version,
+			"-o", filepath.Join(out, bin), "./cmd/" + bin}
+		cmd := exec.Command(goTool, args...)
+		cmd.Dir = ctxDir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s in the Docker build context: %v\n%s", strings.Join(args, " "), err, b)
+		}
+		b, err := exec.Command(filepath.Join(out, bin), "version").CombinedOutput()
+		if err != nil || !strings.Contains(string(b), version) {
+			t.Errorf("%s version: %q (%v), want %s", bin, b, err, version)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

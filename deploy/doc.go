@@ -1,0 +1,6 @@
+// Package deploy holds the deployment examples of idp-proxy and the
+// shortener: Dockerfiles, a docker-compose stack with Keycloak and
+// PostgreSQL, and a Kubernetes sidecar example (see README.md). It has no
+// Go code; its tests check that the files parse and agree with each other,
+// with the repository and with the proxy's configuration loader.
+package deploy

@@ -1,0 +1,368 @@
+package deploy_test
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+type k8sObject struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+	Metadata   struct {
+		Name   string            `yaml:"name"`
+		Labels map[string]string `yaml:"labels"`
+	} `yaml:"metadata"`
+	Data       map[string]string `yaml:"data"`
+	StringData map[string]string `yaml:"stringData"`
+	Resources  []string          `yaml:"resources"` // Kustomization
+	Spec       yaml.Node         `yaml:"spec"`
+}
+
+type deploymentSpec struct {
+	Selector struct {
+		MatchLabels map[string]string `yaml:"matchLabels"`
+	} `yaml:"selector"`
+	Template struct {
+		Metadata struct {
+			Labels map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+		Spec struct {
+			AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
+			SecurityContext              struct {
+				RunAsNonRoot *bool `yaml:"runAsNonRoot"`
+			} `yaml:"securityContext"`
+			Containers []container `yaml:"containers"`
+			Volumes    []struct {
+				Name      string `yaml:"name"`
+				ConfigMap *struct {
+					Name string `yaml:"name"`
+				} `yaml:"configMap"`
+				Secret *struct {
+					SecretName string `yaml:"secretName"`
+				} `yaml:"secret"`
+			} `yaml:"volumes"`
+		} `yaml:"spec"`
+	} `yaml:"template"`
+}
+
+type container struct {
+	Name  string   `yaml:"name"`
+	Image string   `yaml:"image"`
+	Args  []string `yaml:"args"`
+	Env   []struct {
+		Name      string `yaml:"name"`
+		ValueFrom *struct {
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	StartupProbe   *probe `yaml:"startupProbe"`
+	LivenessProbe  *probe `yaml:"livenessProbe"`
+	ReadinessProbe *probe `yaml:"readinessProbe"`
+	Resources      struct {
+		Requests map[string]string `yaml:"requests"`
+		Limits   map[string]string `yaml:"limits"`
+	} `yaml:"resources"`
+	SecurityContext struct {
+		RunAsNonRoot             *bool `yaml:"runAsNonRoot"`
+		ReadOnlyRootFilesystem   *bool `yaml:"readOnlyRootFilesystem"`
+		AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+		Capabilities             struct {
+			Drop []string `yaml:"drop"`
+		} `yaml:"capabilities"`
+	} `yaml:"securityContext"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		SubPath   string `yaml:"subPath"`
+	} `yaml:"volumeMounts"`
+}
+
+type probe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+type serviceSpec struct {
+	Selector map[string]string `yaml:"selector"`
+	Ports    []struct {
+		Name       string `yaml:"name"`
+		Port       int    `yaml:"port"`
+		TargetPort any    `yaml:"targetPort"`
+	} `yaml:"ports"`
+}
+
+// k8sObjects reads every document of the manifests kustomization.yaml lists.
+func k8sObjects(t *testing.T) []k8sObject {
+	t.Helper()
+	var kust k8sObject
+	decodeYAML(t, filepath.Join("k8s", "kustomization.yaml"), &kust)
+	if kust.Kind != "Kustomization" {
+		t.Fatalf("k8s/kustomization.yaml kind %q", kust.Kind)
+	}
+	files, err := filepath.Glob(filepath.Join("k8s", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" && !slices.Contains(kust.Resources, b) {
+			t.Errorf("%s is not listed in kustomization.yaml", f)
+		}
+	}
+	var objs []k8sObject
+	for _, r := range kust.Resources {
+		for _, doc := range yamlDocs(t, filepath.Join("k8s", r)) {
+			b, err := yaml.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var o k8sObject
+			if err := yaml.Unmarshal(b, &o); err != nil {
+				t.Fatalf("%s: %v", r, err)
+			}
+			if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
+				t.Errorf("%s: object without apiVersion, kind or name: %+v", r, o)
+			}
+			objs = append(objs, o)
+		}
+	}
+	return objs
+}
+
+func find(t *testing.T, objs []k8sObject, kind, name string) k8sObject {
+	t.Helper()
+	for _, o := range objs {
+		if o.Kind == kind && o.Metadata.Name == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %q in deploy/k8s", kind, name)
+	return k8sObject{}
+}
+
+func portNamed(c container, name string) int {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return p.ContainerPort
+		}
+	}
+	return 0
+}
+
+func TestKubernetes(t *testing.T) {
+	objs := k8sObjects(t)
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.Kind)
+	}
+	slices.Sort(kinds)
+	if !slices.Equal(kinds, []string{"ConfigMap", "Deployment", "Secret", "Secret", "Service"}) {
+		t.Fatalf("kinds %v", kinds)
+	}
+
+	dep := find(t, objs, "Deployment", "shortener")
+	var spec deploymentSpec
+	if err := dep.Spec.Decode(&spec); err != nil {
+		t.Fatal(err)
+	}
+	labels := spec.Template.Metadata.Labels
+	for k, v := range spec.Selector.MatchLabels {
+		if labels[k] != v {
+			t.Errorf("selector %s=%s does not match the pod labels %v", k, v, labels)
+		}
+	}
+	pod := spec.Template.Spec
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the pod mounts a service-account token it does not need")
+	}
+	byName := map[string]container{}
+	for _, c := range pod.Containers {
+		byName[c.Name] = c
+		sc := c.SecurityContext
+		nonRoot := (sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) ||
+			(sc.RunAsNonRoot == nil && pod.SecurityContext.RunAsNonRoot != nil && *pod.SecurityContext.RunAsNonRoot)
+		if !nonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			t.Errorf("container %s: securityContext must be non-root, read-only root, no privilege escalation, drop ALL: %+v", c.Name, sc)
+		}
+		for _, m := range []map[string]string{c.Resources.Requests, c.Resources.Limits} {
+			if m["cpu"] == "" || m["memory"] == "" {
+				t.Errorf("container %s: resources %+v need cpu and memory requests and limits", c.Name, c.Resources)
+			}
+		}
+	}
+	px, sh := byName["idp-proxy"], byName["shortener"]
+	if px.Name == "" || sh.Name == "" || len(pod.Containers) != 2 {
+		t.Fatalf("want the containers idp-proxy and shortener, got %v", pod.Containers)
+	}
+
+	// The volumes the proxy mounts: the ConfigMap's config.yaml at --config,
+	// the Secret's files where the config expects them.
+	volumes := map[string]string{} // volume name -> ConfigMap/Secret name
+	for _, v := range pod.Volumes {
+		switch {
+		case v.ConfigMap != nil:
+			find(t, objs, "ConfigMap", v.ConfigMap.Name)
+			volumes[v.Name] = v.ConfigMap.Name
+		case v.Secret != nil:
+			find(t, objs, "Secret", v.Secret.SecretName)
+			volumes[v.Name] = v.Secret.SecretName
+		}
+	}
+	cfgPath, ok := flagValue(px.Args, "config")
+	if !ok {
+		t.Fatalf("idp-proxy args %v: no --config", px.Args)
+	}
+	var cm k8sObject
+	var secretDir string
+	var secret k8sObject
+	for _, m := range px.VolumeMounts {
+		src, ok := volumes[m.Name]
+		if !ok {
+			t.Errorf("idp-proxy mounts unknown volume %s", m.Name)
+			continue
+		}
+		if m.MountPath == cfgPath {
+			cm = find(t, objs, "ConfigMap", src)
+			if _, ok := cm.Data[m.SubPath]; !ok {
+				t.Fatalf("ConfigMap %s has no key %q", src, m.SubPath)
+			}
+			cm.Data["config.yaml"] = cm.Data[m.SubPath]
+		} else if m.SubPath == "" {
+			for _, o := range objs {
+				if o.Kind == "Secret" && o.Metadata.Name == src {
+					secretDir, secret = m.MountPath, o
+				}
+			}
+		}
+	}
+	if cm.Data == nil || secret.StringData == nil {
+		t.Fatalf("idp-proxy must mount its config at %s and a Secret directory", cfgPath)
+	}
+
+	// The ConfigMap's config loads and passes idp-proxy's checks, with the
+	// Secret's values standing in for the mounted files.
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cm.Data["config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := loadRaw(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overrides := map[string]any{}
+	for _, key := range []string{"client_secret_file", "session_secret_file"} {
+		p, _ := raw[key].(string)
+		if path.Dir(p) != secretDir {
+			t.Errorf("idp.%s %q is not in the Secret's mount %s", key, p, secretDir)
+			continue
+		}
+		val, ok := secret.StringData[path.Base(p)]
+		if !ok {
+			t.Errorf("idp.%s: Secret %s has no key %s", key, secret.Metadata.Name, path.Base(p))
+			continue
+		}
+		local := filepath.Join(dir, path.Base(p))
+		if err := os.WriteFile(local, []byte(val+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		overrides["idp."+key] = local
+	}
+	cfg := loadProxyConfig(t, cfgFile, nil, overrides)
+
+	// Ports and probes: the proxy's listen and ops ports are its named
+	// container ports; probes use /healthz and /readyz on the ops port.
+	_, listenPort := hostPort(t, cfg.Listen)
+	_, opsPort := hostPort(t, cfg.MetricsListen)
+	if portNamed(px, "http") != listenPort || portNamed(px, "ops") != opsPort {
+		t.Errorf("idp-proxy container ports %+v vs listen %s and metrics_listen %s", px.Ports, cfg.Listen, cfg.MetricsListen)
+	}
+	for name, want := range map[string]struct {
+		p    *probe
+		path string
+	}{
+		"liveness":  {px.LivenessProbe, "/healthz"},
+		"readiness": {px.ReadinessProbe, "/readyz"},
+		"startup":   {px.StartupProbe, "/healthz"},
+	} {
+		if want.p == nil || want.p.HTTPGet == nil || want.p.HTTPGet.Path != want.path || fmt.Sprint(want.p.HTTPGet.Port) != "ops" {
+			t.Errorf("idp-proxy %s probe: want httpGet %s on port ops, got %+v", name, want.path, want.p)
+		}
+	}
+
+	// The shortener listens on the pod's loopback, where the proxy's
+	// upstream points, and reads its DSN from a Secret that exists.
+	listen, _ := flagValue(sh.Args, "listen")
+	shHost, shPort := hostPort(t, listen)
+	upHost, upPort := hostPort(t, cfg.Upstream.URL)
+	if shHost != "127.0.0.1" || upHost != "127.0.0.1" || shPort != upPort {
+		t.Errorf("shortener --listen %s and upstream.url %s: want the same port on 127.0.0.1", listen, cfg.Upstream.URL)
+	}
+	if !slices.Contains(sh.Args, "--trust-identity-headers") {
+		t.Errorf("shortener args %v: the owner is not recorded", sh.Args)
+	}
+	for _, e := range sh.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			s := find(t, objs, "Secret", e.ValueFrom.SecretKeyRef.Name)
+			if _, ok := s.StringData[e.ValueFrom.SecretKeyRef.Key]; !ok {
+				t.Errorf("env %s: Secret %s has no key %s", e.Name, s.Metadata.Name, e.ValueFrom.SecretKeyRef.Key)
+			}
+		}
+	}
+	if len(cfg.IDP.SessionSecretFile) == 0 || len(secret.StringData["session-secret"]) < 32 {
+		t.Error("the session secret placeholder must be at least 32 bytes, as idp-proxy requires")
+	}
+
+	// The Service selects the pod and exposes only the proxy's port.
+	svcObj := find(t, objs, "Service", "shortener")
+	var svc serviceSpec
+	if err := svcObj.Spec.Decode(&svc); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range svc.Selector {
+		if labels[k] != v {
+			t.Errorf("Service selector %s=%s does not match the pod labels %v", k, v, labels)
+		}
+	}
+	if len(svc.Ports) != 1 {
+		t.Fatalf("Service ports %+v: want only the proxy's", svc.Ports)
+	}
+	target := fmt.Sprint(svc.Ports[0].TargetPort)
+	if target != "http" && target != fmt.Sprint(listenPort) {
+		t.Errorf("Service targets %s, want the proxy's port (http, %d)", target, listenPort)
+	}
+	if strings.Contains(target, fmt.Sprint(shPort)) || target == "ops" || target == "metrics" {
+		t.Errorf("Service targets %s: only the proxy may be exposed", target)
+	}
+}
+
+// loadRaw reads the idp section of a proxy config file as plain values.
+func loadRaw(file string) (map[string]any, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		IDP map[string]any `yaml:"idp"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	return doc.IDP, nil
+}
