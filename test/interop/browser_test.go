@@ -110,4 +110,5 @@ func TestBrowserLoginFlow(t *testing.T) {
 	if a := call(t, "POST", s.Proxy+"/auth/refresh", "", map[string]string{"refresh_token": cb.Document.RefreshToken}); a.Status != http.StatusUnauthorized {
 		t.Fatalf("refresh after the browser's logout: want 401, got %s", a)
 	}
+	s.checkNoTokensLogged(t, cb.Document.AccessToken, cb.Document.RefreshToken, cb.Document.IDToken)
 }

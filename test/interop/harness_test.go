@@ -368,6 +368,27 @@ type stack struct {
 	Ops       string // the operations listener
 	Shortener string // the upstream, direct
 	proxyProc *proc
+	shortProc *proc
+}
+
+// checkNoTokensLogged fails the test when the proxy's or the shortener's
+// output holds a JWT (logs must never carry tokens) or one of tokens.
+func (s *stack) checkNoTokensLogged(t *testing.T, tokens ...string) {
+	t.Helper()
+	for _, p := range []*proc{s.proxyProc, s.shortProc} {
+		out := p.stdout.String() + p.stderr.String()
+		if out == "" {
+			t.Errorf("%s logged nothing: the check below would prove nothing", p.name)
+		}
+		if strings.Contains(out, "eyJ") {
+			t.Errorf("%s logged something that looks like a JWT", p.name)
+		}
+		for _, tok := range tokens {
+			if tok != "" && strings.Contains(out, tok) {
+				t.Errorf("%s logged a token", p.name)
+			}
+		}
+	}
 }
 
 // proxyConfig is the YAML given to idp-proxy: the documented shape of
@@ -411,7 +432,7 @@ func startStack(t *testing.T, serverURL string, proxyPort int, waitReady bool) *
 	_, proxyBin := binaries(t)
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(proxyPort)
 	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	upstream, _ := startShortener(t, "--trust-identity-headers", "--base-url", "http://"+proxyAddr)
+	upstream, sp := startShortener(t, "--trust-identity-headers", "--base-url", "http://"+proxyAddr)
 	cfg := filepath.Join(t.TempDir(), "idp-proxy.yaml")
 	if err := os.WriteFile(cfg, []byte(proxyConfig(serverURL, proxyAddr, opsAddr, upstream)), 0o600); err != nil {
 		t.Fatal(err)
@@ -419,7 +440,7 @@ func startStack(t *testing.T, serverURL string, proxyPort int, waitReady bool) *
 	cmd := exec.Command(proxyBin, "serve", "--config", cfg)
 	cmd.Env = cleanEnv()
 	pp := startProc(t, "idp-proxy", cmd)
-	s := &stack{Proxy: "http://" + proxyAddr, Ops: "http://" + opsAddr, Shortener: upstream, proxyProc: pp}
+	s := &stack{Proxy: "http://" + proxyAddr, Ops: "http://" + opsAddr, Shortener: upstream, proxyProc: pp, shortProc: sp}
 	if waitReady {
 		waitHTTP(t, pp, s.Ops+"/readyz", http.StatusOK)
 	} else {

@@ -14,6 +14,7 @@ import (
 // (bbolt store, --trust-identity-headers) against the real provider.
 
 func TestProxyEndToEnd(t *testing.T) {
+	var tokens []string // every token used, none may be logged
 	t.Parallel()
 	requireTools(t, needProvider)
 	proxyPort := freePort(t)
@@ -22,9 +23,11 @@ func TestProxyEndToEnd(t *testing.T) {
 	})
 	s := startStack(t, p.ServerURL(), proxyPort, true)
 	link := map[string]string{"url": "https://example.com/e2e?q=1#frag"}
+	svcTok := serviceToken(t, p)
+	tokens = append(tokens, svcTok)
 
 	t.Run("service token from a plain form POST creates a link, which redirects", func(t *testing.T) {
-		a := call(t, "POST", s.Proxy+"/shorten", serviceToken(t, p), link)
+		a := call(t, "POST", s.Proxy+"/shorten", svcTok, link)
 		code := created(t, a)
 		var doc struct {
 			ShortURL string `json:"short_url"`
@@ -52,6 +55,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	// The login flow of idp-proxy's /auth routes, driven without a browser.
 	alice := proxyLogin(t, s, "alice", "alice-password")
 	bob := proxyLogin(t, s, "bob", "bob-password")
+	tokens = append(tokens, alice.AccessToken, alice.RefreshToken, alice.IDToken, bob.AccessToken, bob.RefreshToken, bob.IDToken)
 
 	t.Run("user with role creates a link", func(t *testing.T) {
 		created(t, call(t, "POST", s.Proxy+"/shorten", alice.AccessToken, link))
@@ -73,6 +77,7 @@ func TestProxyEndToEnd(t *testing.T) {
 		if fresh.AccessToken == alice.AccessToken {
 			t.Fatal("refresh returned the same access token")
 		}
+		tokens = append(tokens, fresh.AccessToken, fresh.RefreshToken)
 		created(t, call(t, "POST", s.Proxy+"/shorten", fresh.AccessToken, link))
 
 		a = call(t, "POST", s.Proxy+"/auth/logout", "", map[string]string{"refresh_token": alice.RefreshToken})
@@ -87,6 +92,21 @@ func TestProxyEndToEnd(t *testing.T) {
 		if a := call(t, "POST", s.Proxy+"/auth/refresh", "", map[string]string{"refresh_token": alice.RefreshToken}); a.Status != http.StatusUnauthorized {
 			t.Fatalf("refresh after logout: want 401, got %s", a)
 		}
+	})
+	t.Run("metrics", func(t *testing.T) {
+		a := call(t, "GET", s.Ops+"/metrics", "", nil)
+		for _, want := range []string{
+			`idp_proxy_requests_total{decision=`,
+			`rule="POST /shorten"`,
+			"idp_proxy_jwks_ready 1",
+		} {
+			if a.Status != http.StatusOK || !strings.Contains(string(a.Body), want) {
+				t.Errorf("GET /metrics: %d, lacks %q", a.Status, want)
+			}
+		}
+	})
+	t.Run("no token in the logs", func(t *testing.T) {
+		s.checkNoTokensLogged(t, tokens...)
 	})
 }
 
