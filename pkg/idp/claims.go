@@ -114,7 +114,13 @@ type claims struct {
 	Email             lenientString         `json:"email"`
 	EmailVerified     lenientBool           `json:"email_verified"`
 	Name              lenientString         `json:"name"`
-	raw               json.RawMessage
+
+	// Markers of ID tokens, kept only to refuse them (see checkClaims).
+	Nonce  json.RawMessage `json:"nonce"`
+	AtHash json.RawMessage `json:"at_hash"`
+	CHash  json.RawMessage `json:"c_hash"`
+
+	raw json.RawMessage
 }
 
 // UnmarshalJSON keeps a copy of the raw payload beside the decoded claims.

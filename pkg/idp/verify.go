@@ -43,7 +43,7 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*identity, error) {
 
 	var c claims
 	used := snap // the snapshot whose key verified the token
-	_, err := p.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
+	tok, err := p.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
 		var key any
 		var err error
 		key, used, err = p.keyFor(ctx, snap, t)
@@ -52,7 +52,7 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*identity, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	if err := p.checkClaims(&c); err != nil {
+	if err := p.checkClaims(&c, isATJWT(tok.Header)); err != nil {
 		return nil, err
 	}
 	id := &identity{raw: raw, payload: c.payload(), user: c.user()}
@@ -110,12 +110,21 @@ func (p *Plugin) keyFor(ctx context.Context, snap *keySnapshot, t *jwt.Token) (a
 }
 
 // checkClaims applies the rules the JWT parser does not know: token type
-// and the audience rule.
-func (p *Plugin) checkClaims(c *claims) error {
+// and the audience rule. atJWT tells that the header declared an RFC 9068
+// access token (typ "at+jwt").
+func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
 	// Keycloak marks its tokens: "Bearer" for access tokens, "ID", "Refresh",
 	// "Offline", "Logout" for the others, none of which may pass here.
 	if c.Typ != "" && !strings.EqualFold(string(c.Typ), "Bearer") {
 		return invalid("not an access token", nil)
+	}
+	// Most other providers leave typ out, and an ID token's aud is the
+	// client ID, so the audience rule alone would let one pass. ID tokens
+	// are recognised by what only they carry: at_hash or c_hash, or a
+	// nonce in a token that declares no type at all. (Keycloak's access
+	// tokens may carry the login's nonce, but always with typ "Bearer".)
+	if c.AtHash != nil || c.CHash != nil || (c.Nonce != nil && c.Typ == "" && !atJWT) {
+		return invalid("not an access token (an ID token)", nil)
 	}
 	if c.Subject == "" {
 		return invalid("missing subject", nil)
@@ -124,6 +133,13 @@ func (p *Plugin) checkClaims(c *claims) error {
 		return invalid("token not intended for this service", nil)
 	}
 	return nil
+}
+
+// isATJWT reports whether a JOSE header declares an RFC 9068 JWT access
+// token.
+func isATJWT(h map[string]any) bool {
+	s, _ := h["typ"].(string)
+	return strings.EqualFold(strings.TrimPrefix(strings.ToLower(s), "application/"), "at+jwt")
 }
 
 // audienceOK is the specification's audience rule (§5.4–5.6): aud (string

@@ -54,6 +54,25 @@ func TestVerifyAcceptsKeycloakTokens(t *testing.T) {
 	}
 }
 
+// TestVerifyAccessTokensWithNonce: Keycloak's access tokens may carry the
+// login's nonce (with typ "Bearer"), and RFC 9068 access tokens declare
+// themselves in the header; neither may be taken for an ID token.
+func TestVerifyAccessTokensWithNonce(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, nil)
+	good := srv.UserClaims(clientID, "alice")
+	for name, tok := range map[string]string{
+		"keycloak typ Bearer + nonce": srv.Mint(merge(good, map[string]any{"nonce": "n-1"})),
+		"at+jwt header, no typ claim": srv.MintWith(idptest.MintOptions{Header: map[string]any{"typ": "at+jwt"}},
+			merge(good, map[string]any{"typ": nil, "nonce": "n-1"})),
+		"no typ, no ID-token claims": srv.Mint(merge(good, map[string]any{"typ": nil})),
+	} {
+		if _, err := p.Verify(context.Background(), tok); err != nil {
+			t.Errorf("%s: Verify = %v", name, err)
+		}
+	}
+}
+
 // TestVerifyRejectsAttacks covers the known JWT attacks of DESIGN §8.
 func TestVerifyRejectsAttacks(t *testing.T) {
 	srv := idptest.NewServer(t)
@@ -116,6 +135,13 @@ func TestVerifyRejectsAttacks(t *testing.T) {
 		{"wrong audience", srv.Mint(merge(good, map[string]any{"aud": "other", "azp": "other"})), "not intended"},
 		{"ID token", srv.Mint(merge(good, map[string]any{"typ": "ID", "aud": clientID})), "not an access token"},
 		{"refresh token", srv.Mint(merge(good, map[string]any{"typ": "Refresh"})), "not an access token"},
+		// ID tokens of providers that set no typ (found against oidc-provider
+		// in test/interop): their aud is the client ID, so only their own
+		// claims give them away.
+		{"untyped ID token with nonce", srv.Mint(merge(good, map[string]any{"typ": nil, "aud": clientID, "nonce": "n-1"})), "ID token"},
+		{"ID token with at_hash", srv.Mint(merge(good, map[string]any{"typ": nil, "aud": clientID, "at_hash": "abc"})), "ID token"},
+		{"at_hash even with typ Bearer", srv.Mint(merge(good, map[string]any{"at_hash": "abc"})), "ID token"},
+		{"ID token with c_hash", srv.Mint(merge(good, map[string]any{"typ": nil, "c_hash": "abc"})), "ID token"},
 		{"offline token", srv.Mint(merge(good, map[string]any{"typ": "Offline"})), "not an access token"},
 		{"header typ not JWT", srv.MintWith(idptest.MintOptions{Header: map[string]any{"typ": "dpop+jwt"}}, good), "not an access token"},
 		{"crit header", srv.MintWith(idptest.MintOptions{Header: map[string]any{"crit": []any{"exp"}}}, good), "critical"},
