@@ -3,7 +3,7 @@ GO        ?= go
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 PKGS      ?= ./...
 
-.PHONY: all build demo test test-short lint vet fmt staticcheck fuzz bench clean
+.PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench clean
 
 all: build
 
@@ -15,6 +15,9 @@ demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (C
 
 test: vet ## Unit, integration and end-to-end tests with the race detector
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+
+test-e2e: ## End-to-end suites only: real provider (oidc-provider), real browser, real binaries
+	$(GO) test -race -count=1 ./test/interop/
 
 test-short: ## Fast tests only (no subprocesses, no PostgreSQL)
 	$(GO) test -short -count=1 $(PKGS)
