@@ -163,8 +163,8 @@ func makeLinks(n int) []shortener.Link {
 	return links
 }
 
-func newBenchHandler(b *testing.B, s shortener.Store) http.Handler {
-	svc, err := shortener.New(s, shortener.Options{BaseURL: "https://sho.rt"})
+func newBenchHandler(b *testing.B, s shortener.Store, cacheSize int) http.Handler {
+	svc, err := shortener.New(s, shortener.Options{BaseURL: "https://sho.rt", CacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -235,7 +235,11 @@ func BenchmarkRedirect(b *testing.B) {
 			s, load := bs.open(b)
 			defer s.Close()
 			load(links)
-			benchServe(b, newBenchHandler(b, s), reqs, http.StatusFound)
+			benchServe(b, newBenchHandler(b, s, 0), reqs, http.StatusFound)
+			// With the redirect cache of cmd/shortener (every link fits).
+			b.Run("cached", func(b *testing.B) {
+				benchServe(b, newBenchHandler(b, s, 100_000), reqs, http.StatusFound)
+			})
 		})
 	}
 }
@@ -255,7 +259,7 @@ func BenchmarkCreate(b *testing.B) {
 		b.Run(bs.name, func(b *testing.B) {
 			s, _ := bs.open(b)
 			defer s.Close()
-			h := newBenchHandler(b, s)
+			h := newBenchHandler(b, s, 0)
 			b.Run("serial", func(b *testing.B) {
 				w := &discardWriter{h: http.Header{}}
 				b.ReportAllocs()

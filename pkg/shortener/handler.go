@@ -73,7 +73,7 @@ func (s *Service) serveRedirect(w http.ResponseWriter, r *http.Request, code str
 		problem.Write(w, http.StatusNotFound, detailNotFound)
 		return
 	}
-	l, err := s.store.Get(r.Context(), code)
+	l, err := s.lookup(r.Context(), code)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			problem.Write(w, http.StatusNotFound, detailNotFound)

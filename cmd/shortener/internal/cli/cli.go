@@ -43,6 +43,8 @@ type config struct {
 	TrustIdentity   bool
 	IdentityHeader  string
 	ShutdownTimeout time.Duration
+	CacheSize       int           // links kept in the redirect cache; 0 = none
+	CacheTTL        time.Duration // how long a cached link is served
 
 	// In-process pkg/idp mode (on when IDPServerURL is set): POST /shorten
 	// needs a valid access token, and the token's subject becomes the
@@ -119,6 +121,8 @@ Identity (pick at most one):
 	f.Bool("trust-identity-headers", false, "record the identity header of requests as the link's creator; ONLY behind a proxy that sets it and strips client copies")
 	f.String("identity-header", "X-Auth-Request-User", "header read when --trust-identity-headers is on")
 	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
+	f.Int("cache-size", 100_000, "links kept in an in-process redirect cache (about 200 bytes each plus the URL); 0 disables it")
+	f.Duration("cache-ttl", time.Minute, "how long a cached link is served without asking the store (a link deleted by hand resolves for at most this long)")
 	f.String("idp-server-url", "", "OpenID Connect provider base URL (e.g. https://sso.example.com); enables in-process token checks on POST /shorten")
 	f.String("idp-realm", "", "realm of --idp-server-url (required with it)")
 	f.String("idp-client-id", "", "client ID tokens must be issued for (required with --idp-server-url)")
@@ -181,6 +185,18 @@ func loadConfig(v *viper.Viper) (config, error) {
 		errs = append(errs, fmt.Errorf("shortener: shutdown-timeout: %q is not a positive duration", st))
 	}
 	cfg.ShutdownTimeout = d
+	cs := v.GetString("cache-size")
+	if n, err := strconv.Atoi(cs); err != nil || n < 0 {
+		errs = append(errs, fmt.Errorf("shortener: cache-size: %q is not a number ≥ 0", cs))
+	} else {
+		cfg.CacheSize = n
+	}
+	ct := v.GetString("cache-ttl")
+	if d, err := time.ParseDuration(ct); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: cache-ttl: %q is not a positive duration", ct))
+	} else {
+		cfg.CacheTTL = d
+	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
 		errs = append(errs, fmt.Errorf("shortener: log-level: %w", err))
 	}
@@ -341,7 +357,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 // their own listener or are off) and the metrics handler. With a plugin,
 // POST /shorten needs a valid access token (and one of cfg.IDPCreateRoles).
 func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
-	opts := shortener.Options{BaseURL: cfg.BaseURL, Logger: log}
+	opts := shortener.Options{BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL}
 	if plugin != nil {
 		opts.Owner = func(r *http.Request) string {
 			if u, ok := idp.UserFrom(r.Context()); ok {

@@ -42,7 +42,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
-		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second}
+		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second,
+		CacheSize: 100_000, CacheTTL: time.Minute}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v, want %+v", cfg, want)
 	}
@@ -54,12 +55,14 @@ func TestEnvAndFlags(t *testing.T) {
 	t.Setenv("SHORTENER_BASE_URL", "https://sho.rt")
 	t.Setenv("SHORTENER_TRUST_IDENTITY_HEADERS", "true")
 	t.Setenv("SHORTENER_LOG_FORMAT", "text")
-	cfg, err := capture(t, "--listen", "127.0.0.1:7777", "--metrics-listen", "127.0.0.1:9100")
+	t.Setenv("SHORTENER_CACHE_SIZE", "0")
+	cfg, err := capture(t, "--listen", "127.0.0.1:7777", "--metrics-listen", "127.0.0.1:9100", "--cache-ttl", "5s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Listen != "127.0.0.1:7777" || cfg.Store != "memory:" || cfg.BaseURL != "https://sho.rt" ||
-		!cfg.TrustIdentity || cfg.LogFormat != "text" || cfg.MetricsListen != "127.0.0.1:9100" {
+		!cfg.TrustIdentity || cfg.LogFormat != "text" || cfg.MetricsListen != "127.0.0.1:9100" ||
+		cfg.CacheSize != 0 || cfg.CacheTTL != 5*time.Second {
 		t.Fatalf("config = %+v", cfg)
 	}
 }
@@ -79,6 +82,9 @@ func TestBadConfig(t *testing.T) {
 		{args: []string{"extra-arg"}},
 		{env: [2]string{"SHORTENER_TRUST_IDENTITY_HEADERS", "yes please"}},
 		{env: [2]string{"SHORTENER_SHUTDOWN_TIMEOUT", "soon"}},
+		{args: []string{"--cache-size", "-1"}},
+		{env: [2]string{"SHORTENER_CACHE_SIZE", "lots"}},
+		{args: []string{"--cache-ttl", "0s"}},
 	}
 	for _, tc := range tests {
 		if tc.env[0] != "" {

@@ -1,0 +1,70 @@
+package shortener
+
+import (
+	"sync"
+	"time"
+)
+
+// linkCache is a bounded in-process cache of resolved links, in front of
+// the store on the redirect path. Links never change once created, so a hit
+// is an exact answer; entries still expire after ttl so that a link removed
+// from the store behind the service's back (by hand, or by another tool)
+// stops resolving within ttl. Only found links are cached: a code unknown
+// now may be created a moment later by another replica.
+//
+// It keeps two generations of at most size/2 entries each: new entries go
+// to the current one; when it is full it becomes the previous one and the
+// oldest generation is dropped. Lookups read both. That bounds the cache
+// at size entries with O(1) work and no allocation per hit, and keeps
+// frequently used links (they are re-added after each drop) like an LRU
+// would, roughly.
+type linkCache struct {
+	mu   sync.RWMutex
+	cur  map[string]cacheEntry
+	prev map[string]cacheEntry
+	half int
+	ttl  time.Duration
+	now  func() time.Time
+}
+
+type cacheEntry struct {
+	link    Link
+	expires time.Time
+}
+
+func newLinkCache(size int, ttl time.Duration, now func() time.Time) *linkCache {
+	half := max(1, size/2)
+	return &linkCache{cur: make(map[string]cacheEntry, half), half: half, ttl: ttl, now: now}
+}
+
+// get returns the cached link of code, if present and fresh.
+func (c *linkCache) get(code string) (Link, bool) {
+	c.mu.RLock()
+	e, ok := c.cur[code]
+	if !ok {
+		e, ok = c.prev[code]
+	}
+	c.mu.RUnlock()
+	if !ok || !c.now().Before(e.expires) {
+		return Link{}, false
+	}
+	return e.link, true
+}
+
+// put caches l under its code.
+func (c *linkCache) put(l Link) {
+	e := cacheEntry{link: l, expires: c.now().Add(c.ttl)}
+	c.mu.Lock()
+	if len(c.cur) >= c.half {
+		c.prev, c.cur = c.cur, make(map[string]cacheEntry, c.half)
+	}
+	c.cur[l.Code] = e
+	c.mu.Unlock()
+}
+
+// len returns the number of entries held, fresh or not.
+func (c *linkCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.cur) + len(c.prev)
+}
