@@ -44,6 +44,9 @@ type sample struct {
 // per round in the same order (A B C A B C ...), so that drifts of a shared
 // machine hit every configuration alike.
 func (h *harness) runGroup(ctx context.Context, group string, cases []benchCase, procs []*proc, upstream string) {
+	if h.o.only != "" && !strings.Contains(group, h.o.only) {
+		return
+	}
 	if h.o.warmup > 0 {
 		for _, c := range cases {
 			if _, err := runWrk(ctx, c.Load, h.o.warmup); err != nil {

@@ -39,6 +39,7 @@ type options struct {
 	out      string // raw results, plot, logs
 	results  string // RESULTS.md path
 	work     string // binaries, data files, request lists
+	only     string // run only the groups whose name contains this
 }
 
 func main() {
@@ -60,6 +61,7 @@ func run() error {
 	flag.StringVar(&o.out, "out", "", `directory for raw results, plot and logs (default "bench/results", or a temp dir with -smoke)`)
 	flag.StringVar(&o.results, "results", "", `results page (default "bench/RESULTS.md", or OUT/RESULTS.md with -smoke)`)
 	flag.StringVar(&o.pgDSN, "pg", "", "PostgreSQL DSN for the pgstore cases (default $BENCH_POSTGRES_DSN, then $TEST_POSTGRES_DSN; \"off\" skips them)")
+	flag.StringVar(&o.only, "only", "", `run only the groups whose name contains this (e.g. "redirect bolt", "proxy c32")`)
 	flag.Parse()
 
 	root, err := moduleRoot()
