@@ -1,5 +1,7 @@
 package proxy
 
+import "strings"
+
 // checkPath checks the escaped path of a request (url.URL.EscapedPath)
 // and returns "" when it is unambiguous, or the reason it is rejected.
 //
@@ -91,4 +93,39 @@ func unhex(c byte) byte {
 	default:
 		return c - 'A' + 10
 	}
+}
+
+// upperCase reports whether s has no lower-case ASCII letter.
+func upperCase(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'a' <= s[i] && s[i] <= 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// canonicalHost lower-cases the host name of a Host value and drops the
+// trailing dots of a fully qualified name ("API.Example.com.:8080" is
+// "api.example.com:8080"); it returns h itself when there is nothing to do.
+func canonicalHost(h string) string {
+	name, port := h, ""
+	if i := strings.LastIndexByte(h, ':'); i > strings.LastIndexByte(h, ']') {
+		name, port = h[:i], h[i:]
+	}
+	if upperCaseFree(name) && !strings.HasSuffix(name, ".") {
+		return h
+	}
+	name = strings.TrimRight(strings.ToLower(name), ".")
+	return name + port
+}
+
+// upperCaseFree reports whether s has no upper-case ASCII letter.
+func upperCaseFree(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
 }

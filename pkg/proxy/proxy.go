@@ -312,10 +312,23 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (*rule, decision, 
 func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec decision, out *http.Request, ok bool) {
 	switch r.Method {
 	case http.MethodConnect, http.MethodTrace:
-		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS")
+		w.Header().Set("Allow", allowedMethods)
 		problem.Write(w, http.StatusMethodNotAllowed, r.Method+" is not supported by the proxy")
 		return p.badRule, decBadRequest, r, false
 	}
+	if !upperCase(r.Method) {
+		// Rules match methods case-sensitively ("POST /shorten" does not
+		// match "post"), but upstreams such as Django, Flask and Express
+		// upper-case the method: "post /shorten" would be judged by another
+		// rule (or the default) and served as POST.
+		w.Header().Set("Allow", allowedMethods)
+		problem.Write(w, http.StatusMethodNotAllowed, "method names are case-sensitive and must be upper case")
+		return p.badRule, decBadRequest, r, false
+	}
+	// Host patterns match ServeMux's exact host, but host names are
+	// case-insensitive and "host." is "host": judge and forward one
+	// spelling.
+	r.Host = canonicalHost(r.Host)
 	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
 		problem.Write(w, http.StatusBadRequest, reason)
 		return p.badRule, decBadRequest, r, false
@@ -354,6 +367,9 @@ func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec dec
 	}
 	return rl, decAllowed, r2, true
 }
+
+// allowedMethods is the Allow header of the proxy's 405 answers.
+const allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 
 // Decision is how the proxy judges a request, as Decide reports it.
 type Decision struct {
