@@ -43,6 +43,24 @@ func TestCookieTokenLocation(t *testing.T) {
 	if got := up.last(t).Header; got.Get("Cookie") != "" || got.Get("Authorization") != "" {
 		t.Errorf("forged cookie forwarded: %v", got)
 	}
+	// Whitespace around the name: net/http reads "at =x" as the cookie
+	// "at", and so do most upstreams; it must not reach them unverified.
+	for _, c := range []string{"at =forged; lang=en", "lang=en; at\t=forged", "lang=en;  at  = forged"} {
+		resp, _ = do(t, "GET", px.URL+"/health", "", map[string]string{"Cookie": c}, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%q: status %d", c, resp.StatusCode)
+		}
+		if got := up.last(t).Header; got.Get("Cookie") != "lang=en" || got.Get("Authorization") != "" {
+			t.Errorf("Cookie %q forwarded as %q (Authorization %q), want lang=en only", c, got.Get("Cookie"), got.Get("Authorization"))
+		}
+	}
+	resp, body = do(t, "POST", px.URL+"/shorten", "", map[string]string{"Cookie": "at =" + alice + "; lang=en"}, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("cookie token with a spaced name: %d %s", resp.StatusCode, body)
+	}
+	if got := up.last(t).Header.Get("Cookie"); got != "lang=en" {
+		t.Errorf("verified token cookie with a spaced name forwarded as Cookie %q", got)
+	}
 }
 
 func TestStripCookie(t *testing.T) {
@@ -53,6 +71,10 @@ func TestStripCookie(t *testing.T) {
 		{[]string{"flat=1; at=2"}, []string{"flat=1"}},
 		{[]string{"flat=1; xat=2"}, []string{"flat=1; xat=2"}},
 		{[]string{"a=1;at=x;at=y"}, []string{"a=1"}},
+		// Spellings net/http reads as the cookie "at" (TestCookieTokenLocation).
+		{[]string{"a=1; at =x"}, []string{"a=1"}},
+		{[]string{"at\t=x; b=2"}, []string{"b=2"}},
+		{[]string{"a=1;  at  =  x ;b=2"}, []string{"a=1; b=2"}},
 	}
 	for _, tt := range tests {
 		h := http.Header{"Cookie": append([]string(nil), tt.in...)}

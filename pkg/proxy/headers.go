@@ -283,7 +283,8 @@ func stripCookie(h http.Header, name string) {
 		var b strings.Builder
 		for part := range strings.SplitSeq(v, ";") {
 			pair := strings.TrimSpace(part)
-			if k, _, _ := strings.Cut(pair, "="); k == name {
+			// net/http (and most servers) trim the name: "at =x" is "at".
+			if k, _, _ := strings.Cut(pair, "="); strings.TrimSpace(k) == name {
 				changed = true
 				continue
 			}
