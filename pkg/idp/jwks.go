@@ -37,9 +37,14 @@ type keySnapshot struct {
 	gen    uint64      // bumped whenever digest changes
 }
 
+// minRSABits is the smallest RSA modulus accepted from the JWKS (RFC 7518
+// §3.3 requires 2048 bits; shorter keys can be factored or forged).
+const minRSABits = 2048
+
 // parseJWKS turns a JWKS document into a snapshot. Keys that cannot verify
 // signatures are left out: encryption keys (use "enc"), symmetric keys,
-// keys with key_ops lacking "verify", unknown key types. Private key
+// RSA keys shorter than 2048 bits, keys with key_ops lacking "verify",
+// unknown key types. Private key
 // material, if a provider ever published it, is reduced to the public half.
 func parseJWKS(body []byte, log *slog.Logger) (*keySnapshot, error) {
 	var doc struct {
@@ -67,8 +72,13 @@ func parseJWKS(body []byte, log *slog.Logger) (*keySnapshot, error) {
 		if pk, ok := key.(interface{ Public() crypto.PublicKey }); ok {
 			key = pk.Public()
 		}
-		switch key.(type) {
-		case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+		switch key := key.(type) {
+		case *rsa.PublicKey:
+			if key.N.BitLen() < minRSABits {
+				log.Warn("idp: skipping an RSA JWK shorter than 2048 bits", "kid", m.KID, "bits", key.N.BitLen())
+				continue
+			}
+		case *ecdsa.PublicKey, ed25519.PublicKey:
 		default:
 			continue // symmetric or unknown: never a verification key here
 		}

@@ -2,8 +2,12 @@ package idp_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -172,6 +176,31 @@ func TestEncryptionAndSymmetricKeysNeverVerify(t *testing.T) {
 	}
 	if n := p.Stats().Keys.Keys; n != 2 {
 		t.Fatalf("usable keys = %d, want 2 (RS256 and ES256 signing keys only)", n)
+	}
+}
+
+// TestWeakRSAKeysNeverVerify: an RSA key under 2048 bits in the JWKS (a
+// misconfigured or legacy provider key) is not a verification key.
+func TestWeakRSAKeysNeverVerify(t *testing.T) {
+	srv := idptest.NewServer(t)
+	for _, bits := range []int{1024, 1536, 2047} {
+		weak, err := rsa.GenerateKey(rand.Reader, bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kid := fmt.Sprintf("weak-%d", bits)
+		srv.PublishJWK(map[string]any{"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig",
+			"n": base64.RawURLEncoding.EncodeToString(weak.N.Bytes()),
+			"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(weak.E)).Bytes())})
+		p := newPlugin(t, srv, nil)
+		tok := srv.MintWith(idptest.MintOptions{Key: weak, KID: kid}, map[string]any{"aud": clientID})
+		if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+			t.Errorf("token signed by a %d-bit RSA key of the JWKS accepted: %v", bits, err)
+		}
+		tok = srv.MintWith(idptest.MintOptions{Key: weak, KID: "-"}, map[string]any{"aud": clientID}) // no kid: every key is tried
+		if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+			t.Errorf("kid-less token signed by a %d-bit RSA key of the JWKS accepted: %v", bits, err)
+		}
 	}
 }
 
