@@ -88,3 +88,41 @@ func TestCanonicalHost(t *testing.T) {
 		}
 	}
 }
+
+// TestUnverifiedEmailIsNotForwarded: the proxy vouches only for an email
+// the provider has verified; otherwise a user who sets their address to
+// someone else's would be that someone to an upstream keyed on email.
+func TestUnverifiedEmailIsNotForwarded(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	_, px := startProxy(t, testConfig(idpSrv, up.URL), Options{}, true)
+	for _, tc := range []struct {
+		verified any // nil: claim absent
+		want     string
+	}{
+		{true, "ceo@example.com"},
+		{false, ""},
+		{nil, ""},
+		{"true", ""},
+		{1, ""},
+	} {
+		claims := idpSrv.UserClaims("shortener", "mallory", "creator")
+		claims["email"] = "ceo@example.com"
+		if tc.verified == nil {
+			delete(claims, "email_verified")
+		} else {
+			claims["email_verified"] = tc.verified
+		}
+		resp, body := do(t, "POST", px.URL+"/shorten", idpSrv.Mint(claims), nil, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("email_verified %v: %d %s", tc.verified, resp.StatusCode, body)
+		}
+		got := up.last(t).Header
+		if v := got.Get("X-Auth-Request-Email"); v != tc.want {
+			t.Errorf("email_verified %#v: X-Auth-Request-Email %q, want %q", tc.verified, v, tc.want)
+		}
+		if got.Get("X-Auth-Request-User") != "user-mallory" {
+			t.Errorf("email_verified %#v: identity not forwarded: %v", tc.verified, got)
+		}
+	}
+}

@@ -105,7 +105,8 @@ type HeadersConfig struct {
 	// PreferredUsername carries preferred_username.
 	// ["X-Auth-Request-Preferred-Username"]
 	PreferredUsername string `mapstructure:"preferred_username"`
-	// Email carries email. ["X-Auth-Request-Email"]
+	// Email carries email, only when the token's email_verified claim is
+	// true. ["X-Auth-Request-Email"]
 	Email string `mapstructure:"email"`
 	// Roles carries the realm roles, comma-separated. ["X-Auth-Request-Roles"]
 	Roles string `mapstructure:"roles"`

@@ -138,7 +138,10 @@ func (h *headerRules) stripAll(hdr http.Header) {
 // setIdentity sets the identity headers and the token on hdr, which
 // stripAll has cleaned. bearer is the client's verified Authorization
 // value when it reads exactly "Bearer <raw>" (reused as is), else "".
-func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw, bearer string) {
+// The email is sent only when emailVerified (the token's email_verified
+// is true): where users may set their own address, an unverified
+// "ceo@example.com" would otherwise be vouched for by the proxy.
+func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw, bearer string, emailVerified bool) {
 	vals := new([5]string) // one allocation for every value slice below
 	if h.forwardToken && raw != "" {
 		if bearer == "" {
@@ -158,7 +161,9 @@ func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw, bearer stri
 	}
 	set(1, h.user, u.Sub)
 	set(2, h.username, u.PreferredUsername)
-	set(3, h.email, u.Email)
+	if emailVerified {
+		set(3, h.email, u.Email)
+	}
 	if h.roles != "" && len(u.RealmRoles) > 0 {
 		vals[4] = joinRoles(u.RealmRoles)
 		hdr[h.roles] = vals[4:5:5]

@@ -508,7 +508,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	ctx := pr.In.Context()
 	if raw, ok := idp.RawTokenFrom(ctx); ok {
 		u, _ := idp.UserFrom(ctx)
-		p.headers.setIdentity(out, u, raw, bearerValue(in, raw))
+		pl, _ := idp.PayloadFrom(ctx)
+		p.headers.setIdentity(out, u, raw, bearerValue(in, raw), pl != nil && pl.EmailVerified)
 	}
 }
 
