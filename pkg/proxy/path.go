@@ -1,6 +1,10 @@
 package proxy
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
 
 // checkPath checks the escaped path of a request (url.URL.EscapedPath)
 // and returns "" when it is unambiguous, or the reason it is rejected.
@@ -17,7 +21,9 @@ import "strings"
 //   - "%25" (an encoded "%", the door to double decoding);
 //   - control characters, raw or encoded (NUL, CR, LF, TAB, DEL, ...);
 //   - bytes outside ASCII that are not percent-encoded;
-//   - malformed percent-encoding ("%", "%4", "%zz").
+//   - malformed percent-encoding ("%", "%4", "%zz");
+//   - encoded bytes that do not decode to UTF-8, overlong forms included
+//     ("%C0%AE" is a '.' to some decoders, a byte pair to the rules).
 //
 // Encoded bytes outside that list, "%C3%A9" for example, are fine: the
 // path is matched decoded and forwarded encoded, as received.
@@ -26,6 +32,7 @@ func checkPath(p string) string {
 		return "the path must start with '/'"
 	}
 	segLen, segDots := 0, 0 // decoded length of the current segment, and how many of its bytes are '.'
+	high := false           // an encoded byte >= 0x80 was seen
 	endSegment := func() string {
 		if segLen > 0 && segLen == segDots && segLen <= 2 {
 			return "dot segments ('.' or '..') are not allowed in paths"
@@ -62,6 +69,7 @@ func checkPath(p string) string {
 			case d < 0x20 || d == 0x7f:
 				return "control characters are not allowed in paths"
 			}
+			high = high || d >= 0x80
 			c = d
 		case c == '\\':
 			return "backslashes are not allowed in paths"
@@ -75,6 +83,11 @@ func checkPath(p string) string {
 		segLen++
 		if c == '.' {
 			segDots++
+		}
+	}
+	if high {
+		if dec, err := url.PathUnescape(p); err != nil || !utf8.ValidString(dec) {
+			return "encoded bytes in the path must be UTF-8"
 		}
 	}
 	return endSegment()

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCheckPath(t *testing.T) {
@@ -61,6 +62,13 @@ func TestCheckPath(t *testing.T) {
 		{"/a%4", false},
 		{"/a%zz", false},
 		{"/a%4g", false},
+		{"/%F0%9F%98%80/x", true},      // a 4-byte UTF-8 sequence
+		{"/%C0%AE%C0%AE/admin", false}, // overlong '.' ('..' to lax decoders)
+		{"/admin%C0%AFusers", false},   // overlong '/'
+		{"/%E0%80%AE", false},          // 3-byte overlong '.'
+		{"/caf%E9", false},             // Latin-1, not UTF-8
+		{"/%ED%A0%80", false},          // UTF-16 surrogate
+		{"/%C3", false},                // truncated sequence
 	}
 	for _, tt := range tests {
 		reason := checkPath(tt.path)
@@ -90,6 +98,9 @@ func checkPathInvariants(t *testing.T, p string) {
 	}
 	if clean != dec {
 		t.Fatalf("accepted %q whose decoded form %q is not clean (%q)", p, dec, clean)
+	}
+	if !utf8.ValidString(dec) {
+		t.Fatalf("accepted %q whose decoded form %q is not UTF-8", p, dec)
 	}
 	for i := 0; i < len(dec); i++ {
 		if c := dec[i]; c < 0x20 || c == 0x7f || c == '\\' || c == ';' {

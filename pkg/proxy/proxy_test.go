@@ -353,7 +353,7 @@ func TestPathConfusionIsRejectedBeforeMatching(t *testing.T) {
 	// Through a real server: Go's client and server keep these as sent.
 	for _, target := range []string{
 		"/health/../admin/users", "/./admin/", "//admin/", "/admin%2Fusers", "/health%2F..%2Fadmin",
-		"/abc;jsessionid=x", "/%2e%2e/admin/", "/admin%5cusers", "/abc%252F",
+		"/abc;jsessionid=x", "/%2e%2e/admin/", "/admin%5cusers", "/abc%252F", "/static/%C0%AE%C0%AE/admin/",
 	} {
 		resp, body := do(t, "GET", px.URL+target, "", nil, "")
 		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != problem.ContentType {
