@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
@@ -123,6 +124,74 @@ func TestUnverifiedEmailIsNotForwarded(t *testing.T) {
 		}
 		if got.Get("X-Auth-Request-User") != "user-mallory" {
 			t.Errorf("email_verified %#v: identity not forwarded: %v", tc.verified, got)
+		}
+	}
+}
+
+// TestCaseVariantsCannotDodgeRules: Express and ASP.NET Core match paths
+// case-insensitively by default, so "/ADMIN/users" must not be judged by
+// the default rule while "/admin/" protects it.
+func TestCaseVariantsCannotDodgeRules(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	cfg := testConfig(idpSrv, up.URL)
+	cfg.IDP.ExcludedPaths = []string{"/favicon.ico"}
+	_, px := startProxy(t, cfg, Options{}, true)
+	bob := idpSrv.Mint(idpSrv.UserClaims("shortener", "bob")) // no admin, ops or creator role
+	for _, tc := range []struct {
+		method, path string
+	}{
+		{"GET", "/ADMIN/users"},
+		{"POST", "/Admin/users/7"},
+		{"POST", "/SHORTEN"},         // default rule here, "POST /shorten" once folded
+		{"GET", "/%41dmin/users"},    // encoded 'A'
+		{"GET", "/caf%C3%89/../x"},   // (rejected earlier: dot segment)
+		{"GET", "/FAVICON.ICO"},      // excluded path, folded
+		{"GET", "/Static/../admin/"}, // (rejected earlier)
+	} {
+		resp, body := do(t, tc.method, px.URL+tc.path, bob, nil, "")
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != problem.ContentType {
+			t.Errorf("%s %s: %d %s, want 400 problem+json", tc.method, tc.path, resp.StatusCode, body)
+		}
+	}
+	if n := up.count(); n != 0 {
+		t.Fatalf("%d case variants reached the upstream", n)
+	}
+	// Case that changes no rule passes: wildcard values, paths no rule
+	// names, and the exact spellings of the rules.
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/AbC123", 200},       // GET /{code}, public
+		{"GET", "/No/Rule/Here", 200}, // default either way
+		{"GET", "/api/v1/items/A/B", 200},
+		{"GET", "/admin/users", 403},
+		{"POST", "/shorten", 403},
+	} {
+		if resp, body := do(t, tc.method, px.URL+tc.path, bob, nil, ""); resp.StatusCode != tc.want {
+			t.Errorf("%s %s: %d %s, want %d", tc.method, tc.path, resp.StatusCode, body, tc.want)
+		}
+	}
+}
+
+func TestCaseOnlyConflictsAreConfigErrors(t *testing.T) {
+	_, err := compileRules([]RouteConfig{
+		{Match: "GET /Reports/", Roles: []string{"a"}},
+		{Match: "GET /reports/", Public: true},
+	}, PolicyAuthenticated, nil)
+	if err == nil || !strings.Contains(err.Error(), "letter case") {
+		t.Fatalf("rules differing only in case: err = %v", err)
+	}
+	// A pattern with upper-case letters guards its lower-case spelling too.
+	rs, err := compileRules([]RouteConfig{{Match: "GET /Reports/", Roles: []string{"a"}}}, PolicyAuthenticated, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]bool{"/Reports/x": true, "/reports/x": false, "/REPORTS/": false, "/other": true} {
+		r := httptest.NewRequest("GET", path, nil)
+		if got := rs.caseSafe(r, rs.match(r)); got != want {
+			t.Errorf("caseSafe(%s) = %v, want %v", path, got, want)
 		}
 	}
 }

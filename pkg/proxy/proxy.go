@@ -337,6 +337,10 @@ func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec dec
 		return p.authRule, decAuthRoute, r, true
 	}
 	rl = p.rules.match(r)
+	if !p.rules.caseSafe(r, rl) {
+		problem.Write(w, http.StatusBadRequest, "the path differs only in letter case from a path another rule protects")
+		return p.badRule, decBadRequest, r, false
+	}
 	switch rl.policy {
 	case policyDeny:
 		problem.Write(w, http.StatusForbidden, "access to this path is denied by the proxy's policy")

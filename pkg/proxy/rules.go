@@ -44,18 +44,30 @@ type ruleSet struct {
 	rules   []*rule
 	def     *rule            // unmatched requests
 	exclude map[string]*rule // idp.excluded_paths, exact path
+
+	// folded holds the same rules under lower-cased patterns (and
+	// excluded paths), to find requests whose path is judged by another
+	// rule once letter case is ignored, as Express, ASP.NET Core and
+	// case-insensitive file systems ignore it.
+	folded        *http.ServeMux
+	foldedExclude map[string]*rule
+	upperPatterns bool // a pattern or excluded path has an upper-case letter
 }
 
 // compileRules compiles routes into a ServeMux, once. Conflicting or
 // invalid patterns are errors naming the rules involved. excluded are
 // idp.excluded_paths: exact paths served as public.
 func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string) (*ruleSet, error) {
-	rs := &ruleSet{mux: http.NewServeMux()}
+	rs := &ruleSet{mux: http.NewServeMux(), folded: http.NewServeMux()}
 	if len(excluded) > 0 {
 		rs.exclude = make(map[string]*rule, len(excluded))
+		rs.foldedExclude = make(map[string]*rule, len(excluded))
 		for _, p := range excluded {
-			rs.exclude[p] = &rule{index: -1, pattern: p, policy: policyPublic,
+			r := &rule{index: -1, pattern: p, policy: policyPublic,
 				desc: "public (idp.excluded_paths, exact path)", label: "(excluded) " + p}
+			rs.exclude[p] = r
+			rs.foldedExclude[strings.ToLower(p)] = r
+			rs.upperPatterns = rs.upperPatterns || !upperCaseFree(p)
 		}
 	}
 	var errs []error
@@ -69,6 +81,11 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 			errs = append(errs, explainConflict(rs.rules, i, rc.Match, err))
 			continue
 		}
+		if err := register(rs.folded, foldPattern(r.pattern), r); err != nil {
+			errs = append(errs, fmt.Errorf("proxy: routes[%d] %q differs only in letter case from an earlier rule: upstreams that ignore case would serve both alike", i, rc.Match))
+			continue
+		}
+		rs.upperPatterns = rs.upperPatterns || !upperCaseFree(patternPath(r.pattern))
 		rs.rules = append(rs.rules, r)
 	}
 	switch defaultPolicy {
@@ -82,7 +99,17 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 	// ServeMux works out the allowed methods for a 405 on every miss.
 	// Rules that already cover "/" keep it.
 	_ = register(rs.mux, "/", rs.def)
+	_ = register(rs.folded, "/", rs.def)
 	return rs, errors.Join(errs...)
+}
+
+// foldPattern lower-cases the host and path of a ServeMux pattern,
+// keeping its method.
+func foldPattern(pattern string) string {
+	if i, j := strings.IndexAny(pattern, " \t"), strings.IndexByte(pattern, '/'); i >= 0 && i < j {
+		return pattern[:i] + strings.ToLower(pattern[i:])
+	}
+	return strings.ToLower(pattern)
 }
 
 func compileRule(i int, rc RouteConfig) (*rule, error) {
@@ -211,12 +238,33 @@ func explainConflict(earlier []*rule, i int, pattern string, cause error) error 
 // would redirect to its subtree ("/admin" for "/admin/") is judged by the
 // subtree's rule, the stricter reading; other misses get the default rule.
 func (rs *ruleSet) match(r *http.Request) *rule {
-	if rs.exclude != nil {
-		if ru, ok := rs.exclude[r.URL.Path]; ok {
+	return rs.matchIn(rs.mux, rs.exclude, r)
+}
+
+// caseSafe reports whether r, judged by ru, would be judged by the same
+// rule if letter case in its path were ignored. When not, an upstream
+// that ignores case (Express and ASP.NET Core by default, IIS, macOS and
+// Windows file systems) could serve "/ADMIN/users" as "/admin/users"
+// while the proxy applied another rule's policy.
+func (rs *ruleSet) caseSafe(r *http.Request, ru *rule) bool {
+	p := r.URL.Path
+	if !rs.upperPatterns && upperCaseFree(p) {
+		return true // everything is lower case already
+	}
+	r2 := *r
+	u := *r.URL
+	u.Path, u.RawPath = strings.ToLower(p), ""
+	r2.URL = &u
+	return rs.matchIn(rs.folded, rs.foldedExclude, &r2) == ru
+}
+
+func (rs *ruleSet) matchIn(mux *http.ServeMux, exclude map[string]*rule, r *http.Request) *rule {
+	if exclude != nil {
+		if ru, ok := exclude[r.URL.Path]; ok {
 			return ru
 		}
 	}
-	h, _ := rs.mux.Handler(r)
+	h, _ := mux.Handler(r)
 	if ru, ok := h.(*rule); ok {
 		return ru
 	}
@@ -227,7 +275,7 @@ func (rs *ruleSet) match(r *http.Request) *rule {
 		u.Path = p + "/"
 		u.RawPath = ""
 		r2.URL = &u
-		if h, _ := rs.mux.Handler(&r2); h != nil {
+		if h, _ := mux.Handler(&r2); h != nil {
 			if ru, ok := h.(*rule); ok && strings.HasSuffix(ru.pattern, "/") {
 				return ru
 			}
