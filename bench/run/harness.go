@@ -24,6 +24,7 @@ type harness struct {
 // benchCase is one configuration measured by wrk.
 type benchCase struct {
 	Name   string
+	Proc   string // the process the case is about, for its peak RSS
 	Load   load
 	Reject bool // every answer must be non-2xx/3xx, and the upstream untouched
 }
@@ -34,6 +35,7 @@ type sample struct {
 	Case  string `json:"case"`
 	Round int    `json:"round"`
 	Conns int    `json:"conns"`
+	Proc  string `json:"process"`
 	wrkResult
 	Mem          map[string]memStats `json:"mem"`
 	UpstreamHits *int64              `json:"upstream_hits,omitempty"`
@@ -64,7 +66,7 @@ func (h *harness) runGroup(ctx context.Context, group string, cases []benchCase,
 			}
 			before, _ := upstreamHits(upstream)
 			res, err := runWrk(ctx, c.Load, h.o.duration)
-			s := sample{Group: group, Case: c.Name, Round: r, Conns: c.Load.Conns, wrkResult: res, Mem: map[string]memStats{}}
+			s := sample{Group: group, Case: c.Name, Round: r, Conns: c.Load.Conns, Proc: c.Proc, wrkResult: res, Mem: map[string]memStats{}}
 			for _, p := range procs {
 				if m, err := readMem(p.pid()); err == nil {
 					s.Mem[p.name] = m
@@ -166,16 +168,16 @@ func (h *harness) proxyPhase(ctx context.Context) error {
 	auth := "Authorization: Bearer " + tok.single
 	for _, conns := range h.o.conns {
 		cases := []benchCase{
-			{Name: "direct", Load: load{URL: upURL + "/api/items", Conns: conns, Headers: []string{auth}}},
-			{Name: "bare-proxy", Load: load{URL: bareURL + "/api/items", Conns: conns, Headers: []string{auth}}},
+			{Name: "direct", Proc: "upstream", Load: load{URL: upURL + "/api/items", Conns: conns, Headers: []string{auth}}},
+			{Name: "bare-proxy", Proc: "bareproxy", Load: load{URL: bareURL + "/api/items", Conns: conns, Headers: []string{auth}}},
 		}
 		if idpURL != "" {
 			rotate := filepath.Join(h.o.root, "bench", "lua", "rotate.lua")
 			cases = append(cases,
-				benchCase{Name: "idp-public", Load: load{URL: idpURL + "/public/items", Conns: conns}},
-				benchCase{Name: "idp-valid", Load: load{URL: idpURL + "/api/items", Conns: conns, Headers: []string{auth}}},
-				benchCase{Name: "idp-rotating", Load: load{URL: idpURL, Conns: conns, Script: rotate, Args: []string{tok.validReqs}}},
-				benchCase{Name: "idp-invalid", Reject: true, Load: load{URL: idpURL, Conns: conns, Script: rotate, Args: []string{tok.invalidReqs}}},
+				benchCase{Name: "idp-public", Proc: "idp-proxy", Load: load{URL: idpURL + "/public/items", Conns: conns}},
+				benchCase{Name: "idp-valid", Proc: "idp-proxy", Load: load{URL: idpURL + "/api/items", Conns: conns, Headers: []string{auth}}},
+				benchCase{Name: "idp-rotating", Proc: "idp-proxy", Load: load{URL: idpURL, Conns: conns, Script: rotate, Args: []string{tok.validReqs}}},
+				benchCase{Name: "idp-invalid", Proc: "idp-proxy", Reject: true, Load: load{URL: idpURL, Conns: conns, Script: rotate, Args: []string{tok.invalidReqs}}},
 			)
 		}
 		h.runGroup(ctx, fmt.Sprintf("proxy c%d", conns), cases, procs, upURL)
@@ -330,34 +332,49 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 				continue
 			}
 			name := "shortener-" + st + "-" + label
-			saddr, _ := freeAddr()
-			sh, err := h.start(name, "shortener", false, "--listen", saddr, "--store", storeArg,
-				"--log-format", "json", "--access-log=false", "--base-url", "https://sho.rt")
+			sh, surl, err := h.startShortener(name, storeArg)
 			if err != nil {
 				cleanup()
-				return err
+				h.rep.note("%s: %v", name, err)
+				continue
 			}
-			surl := "http://" + saddr
+			// The same store without the redirect cache, to show the
+			// store's own cost (a bbolt file is locked by one process: the
+			// second one gets a copy).
+			ncName := "shortener-nocache-" + st + "-" + label
+			ncArg := storeArg
+			if st == "bolt" {
+				ncArg, err = copyBolt(storeArg)
+			}
+			var nc *proc
+			var ncURL string
+			if err == nil {
+				nc, ncURL, err = h.startShortener(ncName, ncArg, "--cache-size", "0")
+			}
+			if err != nil {
+				h.rep.note("%s: %v", ncName, err)
+			}
 			codes := hotCodes(n, 1000)
 			paths := make([]string, len(codes))
 			for i, c := range codes {
 				paths[i] = "/" + c
 			}
 			reqs, _ := writeRequests(h.o.work, "codes-"+st+"-"+label+".txt", paths, nil)
-			if err := waitHTTP(sh, surl+paths[0], nil, func(c int) bool { return c == 302 }, 60*time.Second); err != nil {
-				sh.stop()
-				cleanup()
-				h.rep.note("%s: %v", name, err)
-				continue
+			cases := []benchCase{
+				{Name: "const302", Proc: "const302", Load: load{URL: url302, Conns: 32, Script: rotate, Args: []string{reqs}}},
+				{Name: "shortener", Proc: name, Load: load{URL: surl, Conns: 32, Script: rotate, Args: []string{reqs}}},
 			}
-			h.runGroup(ctx, fmt.Sprintf("redirect %s %s", st, label), []benchCase{
-				{Name: "const302", Load: load{URL: url302, Conns: 32, Script: rotate, Args: []string{reqs}}},
-				{Name: "shortener", Load: load{URL: surl, Conns: 32, Script: rotate, Args: []string{reqs}}},
-			}, []*proc{c302, sh}, "")
+			procs := []*proc{c302, sh}
+			if nc != nil {
+				cases = append(cases, benchCase{Name: "shortener-nocache", Proc: ncName, Load: load{URL: ncURL, Conns: 32, Script: rotate, Args: []string{reqs}}})
+				procs = append(procs, nc)
+			}
+			h.runGroup(ctx, fmt.Sprintf("redirect %s %s", st, label), cases, procs, "")
+			nc.stop()
 			if n == h.o.sizes[0] {
 				h.runGroup(ctx, "create "+st, []benchCase{
-					{Name: "c1", Load: load{URL: surl + "/shorten", Conns: 1, Script: create}},
-					{Name: "c32", Load: load{URL: surl + "/shorten", Conns: 32, Script: create}},
+					{Name: "c1", Proc: name, Load: load{URL: surl + "/shorten", Conns: 1, Script: create}},
+					{Name: "c32", Proc: name, Load: load{URL: surl + "/shorten", Conns: 32, Script: create}},
 				}, []*proc{sh}, "")
 			}
 			sh.stop()
@@ -365,6 +382,40 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startShortener runs cmd/shortener on a free port with its defaults except
+// the access log (off: a log line per request would measure the log sink)
+// and waits for its health check.
+func (h *harness) startShortener(name, store string, extra ...string) (*proc, string, error) {
+	addr, _ := freeAddr()
+	args := append([]string{"--listen", addr, "--store", store, "--log-format", "json", "--access-log=false",
+		"--base-url", "https://sho.rt"}, extra...)
+	p, err := h.start(name, "shortener", false, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	u := "http://" + addr
+	if err := waitHTTP(p, u+"/health", nil, is2xx, 60*time.Second); err != nil {
+		p.stop()
+		return nil, "", err
+	}
+	return p, u, nil
+}
+
+// copyBolt copies the bbolt file of a "bolt:PATH" store and returns the
+// copy's store value; the copy is removed with the original's directory.
+func copyBolt(storeArg string) (string, error) {
+	src := strings.TrimPrefix(storeArg, "bolt:")
+	dst := strings.TrimSuffix(src, ".db") + "-copy.db"
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		return "", err
+	}
+	return "bolt:" + dst, nil
 }
 
 func sizeLabel(n int) string {
@@ -394,7 +445,10 @@ func (h *harness) preload(ctx context.Context, st string, n int) (string, func()
 		if fi, err := os.Stat(path); err == nil {
 			h.rep.note("bbolt file with %s links: %.1f MiB", sizeLabel(n), float64(fi.Size())/(1<<20))
 		}
-		return "bolt:" + path, func() { _ = os.Remove(path) }, nil
+		return "bolt:" + path, func() {
+			_ = os.Remove(path)
+			_ = os.Remove(strings.TrimSuffix(path, ".db") + "-copy.db")
+		}, nil
 	default:
 		schema := "idp_bench_" + strings.ToLower(sizeLabel(n))
 		dsn, err := preloadPG(ctx, h.o.pgDSN, schema, n)

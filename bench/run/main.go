@@ -56,7 +56,7 @@ func logf(format string, a ...any) {
 func run() error {
 	var o options
 	flag.BoolVar(&o.smoke, "smoke", false, "short run for CI: 1 round, 2 s per case, 32 connections, 10k links only")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds of each interleaved group (medians are reported)")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds of each interleaved group (medians are reported)")
 	flag.DurationVar(&o.duration, "d", 5*time.Second, "duration of each measured case")
 	flag.StringVar(&o.out, "out", "", `directory for raw results, plot and logs (default "bench/results", or a temp dir with -smoke)`)
 	flag.StringVar(&o.results, "results", "", `results page (default "bench/RESULTS.md", or OUT/RESULTS.md with -smoke)`)
