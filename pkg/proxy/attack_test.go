@@ -195,3 +195,60 @@ func TestCaseOnlyConflictsAreConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestCookieModeRefusesCrossOriginWrites: in COOKIE mode the browser
+// attaches the token by itself and the proxy forwards it as a bearer
+// token, so a cross-origin POST (from a sibling subdomain, which
+// SameSite=Lax lets through) must not act with the user's identity.
+func TestCookieModeRefusesCrossOriginWrites(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	cfg := testConfig(idpSrv, up.URL)
+	cfg.IDP.TokenLocation = "cookie"
+	cfg.IDP.CookieName = "at"
+	cfg.Routes = append(append([]RouteConfig(nil), cfg.Routes...), RouteConfig{Match: "POST /hook", Public: true})
+	_, px := startProxy(t, cfg, Options{}, true)
+	alice := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	cookie := "at=" + alice
+	for _, tc := range []struct {
+		name, method, path string
+		hdr                map[string]string
+		want               int
+		user               string // X-Auth-Request-User the upstream sees
+	}{
+		{"same-site POST", "POST", "/shorten", map[string]string{"Sec-Fetch-Site": "same-site"}, 403, ""},
+		{"cross-site POST", "POST", "/shorten", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, ""},
+		{"foreign Origin, no Sec-Fetch-Site", "POST", "/shorten", map[string]string{"Origin": "http://evil.example"}, 403, ""},
+		{"same-origin POST", "POST", "/shorten", map[string]string{"Sec-Fetch-Site": "same-origin"}, 200, "user-alice"},
+		{"non-browser POST", "POST", "/shorten", nil, 200, "user-alice"},
+		{"cross-site GET (safe)", "GET", "/api/v1/items/1", map[string]string{"Sec-Fetch-Site": "cross-site"}, 200, "user-alice"},
+		{"cross-site POST to a public route", "POST", "/hook", map[string]string{"Sec-Fetch-Site": "same-site"}, 200, ""},
+	} {
+		hdr := map[string]string{"Cookie": cookie}
+		for k, v := range tc.hdr {
+			hdr[k] = v
+		}
+		before := up.count()
+		resp, body := do(t, tc.method, px.URL+tc.path, "", hdr, "")
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, body, tc.want)
+			continue
+		}
+		if tc.want != 200 {
+			if up.count() != before {
+				t.Errorf("%s: refused request reached the upstream", tc.name)
+			}
+			continue
+		}
+		got := up.last(t).Header
+		if got.Get("X-Auth-Request-User") != tc.user || (tc.user == "" && got.Get("Authorization") != "") {
+			t.Errorf("%s: upstream identity %q (Authorization sent: %v), want %q", tc.name, got.Get("X-Auth-Request-User"), got.Get("Authorization") != "", tc.user)
+		}
+	}
+	// HEADER mode is unaffected: a bearer header is never ambient.
+	cfg.IDP.TokenLocation = "header"
+	_, px2 := startProxy(t, cfg, Options{}, true)
+	if resp, body := do(t, "POST", px2.URL+"/shorten", alice, map[string]string{"Sec-Fetch-Site": "cross-site"}, ""); resp.StatusCode != 200 {
+		t.Errorf("header mode, cross-site POST: %d %s", resp.StatusCode, body)
+	}
+}

@@ -51,9 +51,10 @@ type Proxy struct {
 	metrics     *metrics
 	log         *slog.Logger
 	access      *slog.Logger
-	tokenCookie string       // the token cookie, removed from forwarded Cookie headers ("" in header mode)
-	authPrefix  string       // "" unless include_routes
-	authRoutes  http.Handler // nil unless include_routes
+	tokenCookie string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
+	cop         *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
+	authPrefix  string                      // "" unless include_routes
+	authRoutes  http.Handler                // nil unless include_routes
 	authRule    *rule
 	badRule     *rule // label of requests rejected before any rule
 	maxBody     int64
@@ -178,6 +179,7 @@ func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
 	}
 	if c.idpCfg.TokenLocation == idp.TokenLocationCookie {
 		p.tokenCookie = plugin.Config().CookieName
+		p.cop = http.NewCrossOriginProtection()
 	}
 	if c.cfg.IDP.IncludeRoutes {
 		p.authPrefix = c.cfg.IDP.AuthPrefix
@@ -346,7 +348,7 @@ func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec dec
 		problem.Write(w, http.StatusForbidden, "access to this path is denied by the proxy's policy")
 		return rl, decDenied, r, false
 	case policyPublic:
-		if _, err := p.plugin.TokenFromRequest(r); !errors.Is(err, idp.ErrNoToken) {
+		if _, err := p.plugin.TokenFromRequest(r); !errors.Is(err, idp.ErrNoToken) && !p.crossOrigin(r) {
 			// A token on a public route: forward its identity when it is
 			// valid, otherwise go on anonymously (rewrite drops it).
 			if r2, err := p.authenticate(r); err == nil {
@@ -354,6 +356,10 @@ func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec dec
 			}
 		}
 		return rl, decPublic, r, true
+	}
+	if p.crossOrigin(r) {
+		problem.Write(w, http.StatusForbidden, "cross-origin request refused: the token cookie is not accepted on cross-origin POST, PUT, PATCH or DELETE")
+		return rl, decForbidden, r, false
 	}
 	r2, err := p.authenticate(r)
 	if err != nil {
@@ -426,6 +432,16 @@ func (w *discardWriter) WriteHeader(code int) {
 func (w *discardWriter) Write(b []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	return len(b), nil
+}
+
+// crossOrigin reports whether r is a browser's cross-origin request with
+// an unsafe method (net/http's CrossOriginProtection: Sec-Fetch-Site,
+// else Origin against Host) that carries the token cookie. In COOKIE
+// mode the browser attaches the cookie by itself (SameSite=Lax still
+// sends it from sibling subdomains) and the proxy turns it into a bearer
+// token, which upstreams rightly treat as immune to CSRF.
+func (p *Proxy) crossOrigin(r *http.Request) bool {
+	return p.cop != nil && p.cop.Check(r) != nil && len(r.CookiesNamed(p.tokenCookie)) > 0
 }
 
 func (p *Proxy) authenticate(r *http.Request) (*http.Request, error) {
