@@ -1,12 +1,16 @@
 package proxy
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 // TestMethodCaseCannotDodgeRules: rules match methods case-sensitively,
@@ -250,5 +254,69 @@ func TestCookieModeRefusesCrossOriginWrites(t *testing.T) {
 	_, px2 := startProxy(t, cfg, Options{}, true)
 	if resp, body := do(t, "POST", px2.URL+"/shorten", alice, map[string]string{"Sec-Fetch-Site": "cross-site"}, ""); resp.StatusCode != 200 {
 		t.Errorf("header mode, cross-site POST: %d %s", resp.StatusCode, body)
+	}
+}
+
+// rawStatus writes req on a fresh connection to addr and returns the
+// response's status code.
+func rawStatus(t *testing.T, addr, req string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", req, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestMalformedRequestsAre4xx: hostile request forms through a real
+// server get a 4xx (from net/http or the proxy), never a 5xx, and never
+// reach the upstream.
+func TestMalformedRequestsAre4xx(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	_, px := startProxy(t, testConfig(idpSrv, up.URL), Options{}, true)
+	addr := px.Listener.Addr().String()
+	bob := idpSrv.Mint(idpSrv.UserClaims("shortener", "bob"))
+	hugeKID := idpSrv.MintWith(idptest.MintOptions{KID: strings.Repeat("../", 3000)}, idpSrv.UserClaims("shortener", "bob"))
+	sqlKID := idpSrv.MintWith(idptest.MintOptions{KID: "' OR 1=1 --"}, idpSrv.UserClaims("shortener", "bob"))
+	for _, tc := range []struct{ name, req string }{
+		{"absolute-form to a protected path", "POST http://evil.example/shorten HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"asterisk with GET", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"CONNECT", "CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n"},
+		{"lower-case method", "post /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + bob + "\r\n\r\n"},
+		{"two Authorization headers", "POST /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + bob + "\r\nAuthorization: Bearer " + bob + "\r\n\r\n"},
+		{"tab after Bearer", "POST /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\t" + bob + "\r\n\r\n"},
+		{"huge path-traversal kid", "POST /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + hugeKID + "\r\n\r\n"},
+		{"SQL-ish kid", "POST /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + sqlKID + "\r\n\r\n"},
+		{"garbage token", "POST /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a.b.c\r\n\r\n"},
+		{"token with a NUL byte", "POST /shorten HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\x00b\r\n\r\n"},
+		{"space before the colon", "POST /shorten HTTP/1.1\r\nHost: x\r\nX-Auth-Request-User : admin\r\n\r\n"},
+		{"obsolete line folding", "POST /shorten HTTP/1.1\r\nHost: x\r\nX-Foo: a\r\n X-Auth-Request-User: admin\r\n\r\n"},
+		{"Content-Length and Transfer-Encoding", "POST /shorten HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+		{"two Content-Lengths", "POST /shorten HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab"},
+		{"bad Host", "GET /health HTTP/1.1\r\nHost: a b\r\n\r\n"},
+		{"no Host", "GET /health HTTP/1.1\r\n\r\n"},
+		{"NUL in the path", "GET /health%00 HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"overlong dot", "GET /static/%C0%AE%C0%AE/admin/ HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"cookie garbage", "POST /shorten HTTP/1.1\r\nHost: x\r\nCookie: ;;;=;\"\r\n\r\n"},
+	} {
+		before := up.count()
+		st := rawStatus(t, addr, tc.req)
+		if st < 400 || st >= 500 {
+			t.Errorf("%s: status %d, want 4xx", tc.name, st)
+		}
+		if up.count() != before {
+			t.Errorf("%s: reached the upstream", tc.name)
+		}
 	}
 }
