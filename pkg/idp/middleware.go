@@ -19,9 +19,17 @@ import (
 // ErrInvalidToken.
 //
 // COOKIE: the cookie Config.CookieName; two cookies of that name are
-// ErrInvalidRequest.
+// ErrInvalidRequest. A browser's cross-origin request with an unsafe
+// method (POST, PUT, PATCH, DELETE, ...; judged by net/http's
+// CrossOriginProtection from Sec-Fetch-Site, else Origin against Host,
+// with the origin of Config.RedirectURI trusted) carries no token: the
+// browser attaches the cookie by itself, and SameSite=Lax still sends it
+// from sibling subdomains, so it is not a credential there (CSRF).
 func (p *Plugin) TokenFromRequest(r *http.Request) (string, error) {
 	if p.cfg.TokenLocation == TokenLocationCookie {
+		if p.cop.Check(r) != nil {
+			return "", ErrNoToken
+		}
 		cs := r.CookiesNamed(p.cfg.CookieName)
 		switch len(cs) {
 		case 0:

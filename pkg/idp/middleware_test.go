@@ -78,6 +78,39 @@ func TestTokenFromRequestCookie(t *testing.T) {
 	}
 }
 
+// TestCookieTokenIsNotACredentialCrossOrigin: with TokenLocationCookie a
+// browser attaches the token by itself, so a cross-origin (CSRF) write
+// must not be authenticated by it; safe methods and same-origin or
+// non-browser requests are.
+func TestCookieTokenIsNotACredentialCrossOrigin(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, func(c *idp.Config) {
+		c.TokenLocation, c.CookieName = idp.TokenLocationCookie, "at"
+		c.IncludeRoutes, c.RedirectURI, c.SessionSecret = true, "https://app.example/auth/callback", []byte(strings.Repeat("s", 32))
+	})
+	tok := srv.Mint(map[string]any{"aud": clientID})
+	for _, tt := range []struct {
+		name   string
+		method string
+		hdr    []string
+		want   int
+	}{
+		{"same-site POST", "POST", []string{"Sec-Fetch-Site", "same-site"}, 401},
+		{"cross-site DELETE", "DELETE", []string{"Sec-Fetch-Site", "cross-site"}, 401},
+		{"foreign Origin", "PUT", []string{"Origin", "https://evil.example"}, 401},
+		{"same-origin POST", "POST", []string{"Sec-Fetch-Site", "same-origin"}, 200},
+		{"Origin of redirect_uri (trusted)", "POST", []string{"Origin", "https://app.example"}, 200},
+		{"non-browser POST", "POST", nil, 200},
+		{"cross-site GET", "GET", []string{"Sec-Fetch-Site", "cross-site"}, 200},
+	} {
+		next := &okHandler{}
+		rec := do(t, p.Middleware(next), tt.method, "/x", append([]string{"Cookie", "at=" + tok}, tt.hdr...)...)
+		if rec.Code != tt.want || (tt.want != 200) != (next.calls == 0) {
+			t.Errorf("%s: %d (handler called %d times), want %d", tt.name, rec.Code, next.calls, tt.want)
+		}
+	}
+}
+
 func TestMiddlewareErrorsAreProblemJSON(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil)

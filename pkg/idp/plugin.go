@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type Plugin struct {
 	cache       *tokenCache
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
+	cop         *http.CrossOriginProtection // COOKIE location: see TokenFromRequest
 
 	stop     context.CancelFunc
 	stopped  chan struct{}
@@ -66,6 +68,12 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	for _, e := range cfg.ExcludedPaths {
 		p.excluded[e] = struct{}{}
+	}
+	if cfg.TokenLocation == TokenLocationCookie {
+		p.cop = http.NewCrossOriginProtection()
+		if u, err := url.Parse(cfg.RedirectURI); err == nil && u.Host != "" {
+			_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+		}
 	}
 	p.keys = &keySet{
 		client:   cfg.HTTPClient,
