@@ -547,8 +547,15 @@ func TestProviderOutages(t *testing.T) {
 		t.Errorf("readyz: %d %s", resp.StatusCode, body)
 	}
 	idp2.SetDown(false)
-	if err := p2.Plugin().Refresh(context.Background()); err != nil {
-		t.Fatal(err)
+	// Refresh joins a background fetch that may have started while the
+	// provider was down; the next one succeeds.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for err := p2.Plugin().Refresh(ctx); err != nil; err = p2.Plugin().Refresh(ctx) {
+		if ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if resp, _ := do(t, "POST", px2.URL+"/shorten", tok2, nil, ""); resp.StatusCode != 200 {
 		t.Errorf("after recovery: %d", resp.StatusCode)
