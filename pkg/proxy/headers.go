@@ -12,14 +12,16 @@ import (
 
 // strippedAlways are request headers never forwarded as the client sent
 // them, compared case-insensitively with '_' read as '-'. Besides these,
-// every header starting with X-Auth-Request- or X-Forwarded-, Forwarded,
-// Authorization and the configured identity headers are stripped; the
-// proxy then sets its own.
+// every header starting with one of strippedPrefixes and the configured
+// identity headers are stripped; the proxy then sets its own.
 var strippedAlways = []string{
 	// identity, as other proxies and frameworks name it
 	"x-remote-user", "remote-user", "x-remote-email", "x-remote-groups",
 	"x-user", "x-email", "x-auth-user", "x-authenticated-user", "x-userinfo",
 	"x-id-token", "x-access-token",
+	"x-webauth-user", "x-webauth-email", "x-webauth-name", // Grafana's auth proxy
+	"x-authenticated-userid", "x-authenticated-scope", "x-consumer-id", "x-consumer-username", "x-consumer-custom-id", // Kong
+	"x-ms-client-principal", "x-ms-client-principal-id", "x-ms-client-principal-name", "x-ms-client-principal-idp", // Azure App Service
 	// request rewriting: never used by the proxy, never forwarded
 	"x-original-url", "x-original-uri", "x-rewrite-url", "x-envoy-original-path",
 	"x-http-method-override", "x-http-method", "x-method-override", "x-original-method",
@@ -29,7 +31,11 @@ var strippedAlways = []string{
 	"x-request-id", "authorization", "forwarded",
 }
 
-var strippedPrefixes = []string{"x-auth-request-", "x-forwarded-"}
+// strippedPrefixes: the proxy's own, and the identity headers of managed
+// authenticating proxies (AWS ALB, Google IAP, Cloudflare Access,
+// Pomerium) that an upstream moved behind this proxy may still trust.
+var strippedPrefixes = []string{"x-auth-request-", "x-forwarded-",
+	"x-amzn-oidc-", "x-goog-authenticated-user-", "x-goog-iap-", "cf-access-", "x-pomerium-"}
 
 // headerRules strips and sets the identity headers of forwarded requests.
 type headerRules struct {
