@@ -151,6 +151,8 @@ func TestCaseVariantsCannotDodgeRules(t *testing.T) {
 		{"GET", "/%41dmin/users"},    // encoded 'A'
 		{"GET", "/caf%C3%89/../x"},   // (rejected earlier: dot segment)
 		{"GET", "/FAVICON.ICO"},      // excluded path, folded
+		{"GET", "/adm%C4%B1n/users"}, // dotless i: "ADMIN" to .NET's OrdinalIgnoreCase
+		{"POST", "/%C5%BFhorten"},    // long s: "SHORTEN" likewise
 		{"GET", "/Static/../admin/"}, // (rejected earlier)
 	} {
 		resp, body := do(t, tc.method, px.URL+tc.path, bob, nil, "")
@@ -168,6 +170,7 @@ func TestCaseVariantsCannotDodgeRules(t *testing.T) {
 		want         int
 	}{
 		{"GET", "/AbC123", 200},       // GET /{code}, public
+		{"GET", "/caf%C3%A9/x", 200},  // non-ASCII that folds to no rule
 		{"GET", "/No/Rule/Here", 200}, // default either way
 		{"GET", "/api/v1/items/A/B", 200},
 		{"GET", "/admin/users", 403},

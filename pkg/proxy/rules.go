@@ -51,7 +51,7 @@ type ruleSet struct {
 	// case-insensitive file systems ignore it.
 	folded        *http.ServeMux
 	foldedExclude map[string]*rule
-	upperPatterns bool // a pattern or excluded path has an upper-case letter
+	upperPatterns bool // a pattern or excluded path is not its own foldCase
 }
 
 // compileRules compiles routes into a ServeMux, once. Conflicting or
@@ -66,8 +66,8 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 			r := &rule{index: -1, pattern: p, policy: policyPublic,
 				desc: "public (idp.excluded_paths, exact path)", label: "(excluded) " + p}
 			rs.exclude[p] = r
-			rs.foldedExclude[strings.ToLower(p)] = r
-			rs.upperPatterns = rs.upperPatterns || !upperCaseFree(p)
+			rs.foldedExclude[foldCase(p)] = r
+			rs.upperPatterns = rs.upperPatterns || !caseFolded(p)
 		}
 	}
 	var errs []error
@@ -85,7 +85,7 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 			errs = append(errs, fmt.Errorf("proxy: routes[%d] %q differs only in letter case from an earlier rule: upstreams that ignore case would serve both alike", i, rc.Match))
 			continue
 		}
-		rs.upperPatterns = rs.upperPatterns || !upperCaseFree(patternPath(r.pattern))
+		rs.upperPatterns = rs.upperPatterns || !caseFolded(patternPath(r.pattern))
 		rs.rules = append(rs.rules, r)
 	}
 	switch defaultPolicy {
@@ -103,13 +103,37 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 	return rs, errors.Join(errs...)
 }
 
-// foldPattern lower-cases the host and path of a ServeMux pattern,
+// foldPattern case-folds the host and path of a ServeMux pattern,
 // keeping its method.
 func foldPattern(pattern string) string {
 	if i, j := strings.IndexAny(pattern, " \t"), strings.IndexByte(pattern, '/'); i >= 0 && i < j {
-		return pattern[:i] + strings.ToLower(pattern[i:])
+		return pattern[:i] + foldCase(pattern[i:])
 	}
-	return strings.ToLower(pattern)
+	return foldCase(pattern)
+}
+
+// foldCase maps s to one spelling for every case-insensitive comparison
+// an upstream may make: lower case, after upper case so that letters
+// whose upper case is ASCII ("ı" and "ſ", which .NET's OrdinalIgnoreCase
+// and Java's equalsIgnoreCase take for "I" and "S") fold with it.
+func foldCase(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return strings.ToLower(strings.ToUpper(s))
+		}
+	}
+	return strings.ToLower(s)
+}
+
+// caseFolded reports cheaply whether foldCase(s) == s may be assumed:
+// s has neither an upper-case ASCII letter nor a byte outside ASCII.
+func caseFolded(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func compileRule(i int, rc RouteConfig) (*rule, error) {
@@ -248,12 +272,12 @@ func (rs *ruleSet) match(r *http.Request) *rule {
 // while the proxy applied another rule's policy.
 func (rs *ruleSet) caseSafe(r *http.Request, ru *rule) bool {
 	p := r.URL.Path
-	if !rs.upperPatterns && upperCaseFree(p) {
-		return true // everything is lower case already
+	if !rs.upperPatterns && caseFolded(p) {
+		return true // everything is folded already
 	}
 	r2 := *r
 	u := *r.URL
-	u.Path, u.RawPath = strings.ToLower(p), ""
+	u.Path, u.RawPath = foldCase(p), ""
 	r2.URL = &u
 	return rs.matchIn(rs.folded, rs.foldedExclude, &r2) == ru
 }
