@@ -190,6 +190,16 @@ func TestCaseOnlyConflictsAreConfigErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "letter case") {
 		t.Fatalf("rules differing only in case: err = %v", err)
 	}
+	// Hosts are judged lower-case without a trailing dot: patterns that
+	// could never match are errors.
+	for _, m := range []string{"Internal.example.com/", "GET internal.example.com./x", "POST  API.example.com/x"} {
+		if _, err := compileRules([]RouteConfig{{Match: m}}, PolicyAuthenticated, nil); err == nil || !strings.Contains(err.Error(), "write the host") {
+			t.Errorf("%q: err = %v, want a host spelling error", m, err)
+		}
+	}
+	if _, err := compileRules([]RouteConfig{{Match: "GET internal.example.com:8080/X"}}, PolicyAuthenticated, nil); err != nil {
+		t.Errorf("lower-case host with a port: %v", err)
+	}
 	// A pattern with upper-case letters guards its lower-case spelling too.
 	rs, err := compileRules([]RouteConfig{{Match: "GET /Reports/", Roles: []string{"a"}}}, PolicyAuthenticated, nil)
 	if err != nil {

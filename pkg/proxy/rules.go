@@ -103,6 +103,19 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 	return rs, errors.Join(errs...)
 }
 
+// patternHost returns the host of a ServeMux pattern "[METHOD ][HOST]/PATH".
+func patternHost(pattern string) string {
+	j := strings.IndexByte(pattern, '/')
+	if j < 0 {
+		return "" // not a pattern: ServeMux says why
+	}
+	h := strings.TrimLeft(pattern[:j], " \t")
+	if i := strings.IndexAny(h, " \t"); i >= 0 {
+		h = strings.TrimLeft(h[i:], " \t")
+	}
+	return h
+}
+
 // foldPattern case-folds the host and path of a ServeMux pattern,
 // keeping its method.
 func foldPattern(pattern string) string {
@@ -144,6 +157,11 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 	strategy, err := idp.ParseMatchStrategy(rc.Strategy)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+	}
+	if h := patternHost(rc.Match); h != canonicalHost(h) {
+		// Requests are judged with their host lower-cased and without a
+		// trailing dot (canonicalHost): this pattern could never match.
+		return nil, fmt.Errorf("proxy: %s: write the host %q as %q", name, h, canonicalHost(h))
 	}
 	r := &rule{index: i, pattern: rc.Match, label: rc.Match}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0
