@@ -16,6 +16,7 @@ set boxwidth 0.9
 set grid ytics
 set xtics rotate by -40 left nomirror
 set bmargin 12
+set rmargin 14
 
 set multiplot layout 2,1 title "idp-proxy and shortener benchmark (wrk, loopback, medians)"
 

@@ -23,31 +23,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
-
-// tb adapts the process to the testing.TB that idptest.NewServer expects:
-// failures end the process, cleanups run at exit.
-type tb struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*tb) Helper()                        {}
-func (*tb) Name() string                   { return "bench-provider" }
-func (t *tb) Cleanup(f func())             { t.cleanups = append(t.cleanups, f) }
-func (*tb) Fatalf(format string, a ...any) { log.Fatalf(format, a...) }
-func (*tb) Fatal(a ...any)                 { log.Fatal(a...) }
-func (*tb) Errorf(format string, a ...any) { log.Printf(format, a...) }
-func (*tb) Logf(format string, a ...any)   { log.Printf(format, a...) }
-func (t *tb) close() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
 
 func main() {
 	realm := flag.String("realm", "bench", "realm name")
@@ -58,9 +37,11 @@ func main() {
 	out := flag.String("out", ".", "directory for valid.txt and invalid.txt")
 	flag.Parse()
 
-	t := &tb{}
-	defer t.close()
-	srv := idptest.NewServer(t, idptest.Options{Realm: *realm})
+	srv, err := idptest.Start(idptest.Options{Realm: *realm})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		log.Fatal(err)

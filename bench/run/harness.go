@@ -64,7 +64,7 @@ func (h *harness) runGroup(ctx context.Context, group string, cases []benchCase,
 			for _, p := range procs {
 				resetPeak(p.pid())
 			}
-			before, _ := upstreamHits(upstream)
+			before := settledHits(upstream)
 			res, err := runWrk(ctx, c.Load, h.o.duration)
 			s := sample{Group: group, Case: c.Name, Round: r, Conns: c.Load.Conns, Proc: c.Proc, wrkResult: res, Mem: map[string]memStats{}}
 			for _, p := range procs {
@@ -98,6 +98,25 @@ func (h *harness) runGroup(ctx context.Context, group string, cases []benchCase,
 			h.rep.Samples = append(h.rep.Samples, s)
 		}
 	}
+}
+
+// settledHits waits until the upstream's request count stops moving (the
+// proxies may still be finishing requests of the previous case, whose
+// clients are gone) and returns it.
+func settledHits(base string) int64 {
+	if base == "" {
+		return 0
+	}
+	last, _ := upstreamHits(base)
+	for range 20 {
+		time.Sleep(100 * time.Millisecond)
+		n, err := upstreamHits(base)
+		if err != nil || n == last {
+			break
+		}
+		last = n
+	}
+	return last
 }
 
 func upstreamHits(base string) (int64, error) {
@@ -408,11 +427,23 @@ func (h *harness) startShortener(name, store string, extra ...string) (*proc, st
 func copyBolt(storeArg string) (string, error) {
 	src := strings.TrimPrefix(storeArg, "bolt:")
 	dst := strings.TrimSuffix(src, ".db") + "-copy.db"
-	b, err := os.ReadFile(src)
+	in, err := os.Open(src)
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(out, in)
+	if err == nil {
+		err = out.Sync() // no writeback of the copy during the measurements
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return "", err
 	}
 	return "bolt:" + dst, nil
