@@ -95,7 +95,10 @@ func run() error {
 	if o.out == "" {
 		o.out = filepath.Join(root, "bench", "results")
 		if o.smoke {
-			o.out = filepath.Join(work, "results")
+			// Kept after the run (the work directory is not), for CI logs.
+			if o.out, err = os.MkdirTemp("", "idp-bench-smoke-"); err != nil {
+				return err
+			}
 		}
 	}
 	if o.results == "" {
