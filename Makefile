@@ -3,7 +3,7 @@ GO        ?= go
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 PKGS      ?= ./...
 
-.PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench clean
+.PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-smoke clean
 
 all: build
 
@@ -37,6 +37,12 @@ staticcheck:
 
 fuzz: ## Run every fuzz target for a short while (FUZZTIME=30s)
 	@./scripts/fuzz.sh $${FUZZTIME:-20s}
+
+bench: ## Load benchmark with wrk (apt-get install wrk gnuplot-nox): writes bench/RESULTS.md and bench/results/
+	$(GO) run ./bench/run
+
+bench-smoke: ## Run the benchmark harness once, briefly (CI; no thresholds)
+	$(GO) run ./bench/run -smoke
 
 clean:
 	rm -rf bin data
