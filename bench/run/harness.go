@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,6 +20,9 @@ type harness struct {
 	bins   map[string]string
 	logDir string
 	rep    *report
+
+	portsMu sync.Mutex
+	ports   map[string]bool // addresses freeAddr has handed out
 }
 
 // benchCase is one configuration measured by wrk.
@@ -154,7 +158,10 @@ func (h *harness) proxyPhase(ctx context.Context) error {
 			p.stop()
 		}
 	}()
-	upAddr, _ := freeAddr()
+	upAddr, err := h.freeAddr()
+	if err != nil {
+		return err
+	}
 	up, err := h.start("upstream", "upstream", false, "-listen", upAddr)
 	if err != nil {
 		return err
@@ -164,7 +171,10 @@ func (h *harness) proxyPhase(ctx context.Context) error {
 	if err := waitHTTP(up, upURL+"/__bench/hits", nil, is2xx, 20*time.Second); err != nil {
 		return err
 	}
-	bareAddr, _ := freeAddr()
+	bareAddr, err := h.freeAddr()
+	if err != nil {
+		return err
+	}
 	bare, err := h.start("bareproxy", "bareproxy", false, "-listen", bareAddr, "-upstream", upURL)
 	if err != nil {
 		return err
@@ -253,8 +263,14 @@ func (h *harness) startIDPProxy(ctx context.Context, upURL, tokDir string, procs
 		return "", nil, err
 	}
 
-	addr, _ := freeAddr()
-	maddr, _ := freeAddr()
+	addr, err := h.freeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	maddr, err := h.freeAddr()
+	if err != nil {
+		return "", nil, err
+	}
 	cfgPath := filepath.Join(h.o.work, "idp-proxy.yaml")
 	cfg := fmt.Sprintf(`# written by bench/run
 listen: %q
@@ -321,7 +337,10 @@ func readLines(path string) ([]string, error) {
 // shortenerPhases measures redirects against the constant 302 per store
 // and size, and creates per store.
 func (h *harness) shortenerPhases(ctx context.Context) error {
-	addr302, _ := freeAddr()
+	addr302, err := h.freeAddr()
+	if err != nil {
+		return err
+	}
 	c302, err := h.start("const302", "const302", false, "-listen", addr302)
 	if err != nil {
 		return err
@@ -407,7 +426,10 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 // the access log (off: a log line per request would measure the log sink)
 // and waits for its health check.
 func (h *harness) startShortener(name, store string, extra ...string) (*proc, string, error) {
-	addr, _ := freeAddr()
+	addr, err := h.freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
 	args := append([]string{"--listen", addr, "--store", store, "--log-format", "json", "--access-log=false",
 		"--base-url", "https://sho.rt"}, extra...)
 	p, err := h.start(name, "shortener", false, args...)

@@ -53,14 +53,28 @@ func buildAll(ctx context.Context, root, dir string, required, optional map[stri
 }
 
 // freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// ago and that h has not handed out before: the kernel readily gives a
+// port that was just closed to the next bind on port 0, so two calls in a
+// row could otherwise name the same port for two servers.
+func (h *harness) freeAddr() (string, error) {
+	h.portsMu.Lock()
+	defer h.portsMu.Unlock()
+	if h.ports == nil {
+		h.ports = map[string]bool{}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", fmt.Errorf("free port: %w", err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !h.ports[addr] {
+			h.ports[addr] = true
+			return addr, nil
+		}
+	}
+	return "", errors.New("free port: none fresh after 100 tries")
 }
 
 // proc is a process started by the harness.

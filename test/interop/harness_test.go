@@ -234,15 +234,35 @@ func waitHTTP(t *testing.T, p *proc, url string, want int) {
 	t.Fatalf("%s: %s did not answer %d within 30 s (last: %s)", p.name, url, want, last)
 }
 
-// freePort returns a port that was free a moment ago on 127.0.0.1.
+// handedOut holds every port freePort has returned in this test process:
+// the kernel readily gives a port that was just closed to the next bind on
+// port 0, so two calls in a row could name the same port for two servers.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a port that was free a moment ago on 127.0.0.1 and that
+// no earlier call in this process has returned.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		handedOut.Lock()
+		seen := handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if !seen {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no fresh free port after 100 tries")
+	return 0
 }
 
 // ---------------------------------------------------------------------------
