@@ -11,7 +11,8 @@ build: ## Build both binaries into ./bin
 	$(GO) build -trimpath -o bin/ ./cmd/...
 
 demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C stops)
-	$(GO) run ./cmd/idp-demo $(DEMO_FLAGS)
+	@$(GO) build -o bin/idp-demo ./cmd/idp-demo
+	@trap '' INT; bin/idp-demo $(DEMO_FLAGS)
 
 test: vet ## Unit, integration and end-to-end tests with the race detector
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
