@@ -23,12 +23,16 @@ type deps struct {
 	// ready, when not nil, gets the bound addresses once serve listens
 	// (proxy, then operations; "" when disabled).
 	ready func(proxyAddr, opsAddr string)
+	// tuneGC, when not nil, sets the process's garbage-collector defaults
+	// before serving (see gc.go); nil in tests, which share one process.
+	tuneGC func(*slog.Logger)
 }
 
 // Main runs the command with os.Args and returns the exit code: 0, or 1
 // on any error (invalid configuration, invalid token, failure to serve).
 func Main() int {
-	cmd := newRootCmd(deps{environ: os.Environ(), stdin: os.Stdin})
+	cmd := newRootCmd(deps{environ: os.Environ(), stdin: os.Stdin,
+		tuneGC: func(l *slog.Logger) { tuneGC(os.Getenv, l) }})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		return 1
 	}

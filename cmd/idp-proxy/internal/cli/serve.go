@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os/signal"
 	"syscall"
@@ -32,16 +33,19 @@ graceful shutdown (server.shutdown_timeout).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, cfg, cmd.ErrOrStderr(), d.ready)
+			return serve(ctx, cfg, cmd.ErrOrStderr(), d.ready, d.tuneGC)
 		},
 	}
 }
 
 // serve runs the proxy until ctx is done. Logs go to logOut.
-func serve(ctx context.Context, cfg proxy.Config, logOut io.Writer, ready func(proxyAddr, opsAddr string)) error {
+func serve(ctx context.Context, cfg proxy.Config, logOut io.Writer, ready func(proxyAddr, opsAddr string), gc func(*slog.Logger)) error {
 	log, err := newLogger(cfg.Log, logOut)
 	if err != nil {
 		return err
+	}
+	if gc != nil {
+		gc(log)
 	}
 	p, err := proxy.New(ctx, cfg, proxy.Options{Logger: log, AccessLog: log})
 	if err != nil {
