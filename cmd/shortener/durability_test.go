@@ -2,14 +2,10 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/idp-proxy/idp-proxy/internal/pgtest"
 )
 
 // The durability tests run the real binary, kill it with SIGKILL while
@@ -253,60 +249,7 @@ func TestDurabilitySIGKILL(t *testing.T) {
 		runDurability(t, bin, "bolt:"+filepath.Join(t.TempDir(), "data", "links.db"))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		runDurability(t, bin, schemaDSN(t, testDSN(t)))
+		dsn, _ := pgtest.Schema(t, pgtest.DSN(t, "the PostgreSQL durability test"), "shortener_durability_")
+		runDurability(t, bin, dsn)
 	})
-}
-
-// testDSN returns TEST_POSTGRES_DSN, skipping the test when it is unset,
-// or failing it when IDP_REQUIRE_POSTGRES=1 (CI).
-func testDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("IDP_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("TEST_POSTGRES_DSN is not set but IDP_REQUIRE_POSTGRES=1: the PostgreSQL durability test must run")
-		}
-		t.Skip("TEST_POSTGRES_DSN not set; skipping the PostgreSQL durability test " +
-			"(e.g. TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return dsn
-}
-
-// schemaDSN creates a fresh schema, dropped at cleanup, and returns dsn with
-// search_path pointing at it.
-func schemaDSN(t *testing.T, dsn string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatal("TEST_POSTGRES_DSN must be a postgres:// URL")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to TEST_POSTGRES_DSN: %v", err)
-	}
-	defer conn.Close(context.Background())
-	schema := "shortener_durability_" + strings.ToLower(hex.EncodeToString([]byte(rand.Text())[:6]))
-	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("cleanup connect: %v", err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }

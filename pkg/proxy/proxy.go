@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -255,7 +256,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rl.metrics.inc(dec)
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statuswriter.Writer{ResponseWriter: w}
 	rl, dec, fwd := p.serve(sw, r)
 	rl.metrics.inc(dec)
 	p.logAccess(r, fwd, sw, rid, rl, dec, time.Since(start))
@@ -263,12 +264,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // logAccess writes the access record of a request: never a token, a
 // header value or the query string.
-func (p *Proxy) logAccess(r, fwd *http.Request, sw *statusWriter, rid string, rl *rule, dec decision, d time.Duration) {
+func (p *Proxy) logAccess(r, fwd *http.Request, sw *statuswriter.Writer, rid string, rl *rule, dec decision, d time.Duration) {
 	user := ""
 	if u, ok := idp.UserFrom(fwd.Context()); ok {
 		user = u.Sub
 	}
-	status := sw.status
+	status := sw.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
@@ -277,7 +278,7 @@ func (p *Proxy) logAccess(r, fwd *http.Request, sw *statusWriter, rid string, rl
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.Int("status", status),
-		slog.Int64("bytes", sw.bytes),
+		slog.Int64("bytes", sw.Bytes),
 		slog.Duration("duration", d),
 		slog.String("rule", rl.label),
 		slog.String("decision", dec.String()),
@@ -608,30 +609,3 @@ func newBufferPool() *bufferPool {
 
 func (bp *bufferPool) Get() []byte  { return *bp.pool.Get().(*[]byte) }
 func (bp *bufferPool) Put(b []byte) { bp.pool.Put(&b) }
-
-// statusWriter records the status and size of a response.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController (flushes, WebSocket hijacking) reach
-// the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

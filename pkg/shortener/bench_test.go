@@ -2,13 +2,9 @@ package shortener_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idp-proxy/idp-proxy/internal/pgtest"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
@@ -82,43 +79,8 @@ func benchStores() []benchStore {
 }
 
 func openPG(b *testing.B) (shortener.Store, func([]shortener.Link)) {
-	dsn := os.Getenv("TEST_POSTGRES_DSN")
-	if dsn == "" {
-		b.Skip("TEST_POSTGRES_DSN not set; skipping PostgreSQL benchmarks")
-	}
-	u, err := url.Parse(dsn)
-	if err != nil {
-		b.Fatal("TEST_POSTGRES_DSN must be a postgres:// URL")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := "shortener_bench_" + strings.ToLower(hex.EncodeToString([]byte(rand.Text())[:6]))
-	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+ident); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
-			b.Error(err)
-		}
-	})
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	loadDSN := u.String()
-	q.Set("pool_max_conns", "32")
-	u.RawQuery = q.Encode()
-	s, err := pgstore.Open(ctx, u.String())
+	loadDSN, _ := pgtest.Schema(b, pgtest.DSN(b, "the PostgreSQL benchmarks"), "shortener_bench_")
+	s, err := pgstore.Open(context.Background(), pgtest.WithParam(b, loadDSN, "pool_max_conns", "32"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,10 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,69 +9,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idp-proxy/idp-proxy/internal/pgtest"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/pgstore"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/storetest"
 )
 
-// testDSN returns TEST_POSTGRES_DSN, skipping the test when it is unset,
-// or failing it when IDP_REQUIRE_POSTGRES=1 (CI).
-func testDSN(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("IDP_REQUIRE_POSTGRES") == "1" {
-			t.Fatal("TEST_POSTGRES_DSN is not set but IDP_REQUIRE_POSTGRES=1: the PostgreSQL suite must run")
-		}
-		t.Skip("TEST_POSTGRES_DSN not set; skipping the PostgreSQL suite " +
-			"(e.g. TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return dsn
-}
+// testDSN returns TEST_POSTGRES_DSN (skip without it; fail in CI).
+func testDSN(t testing.TB) string { return pgtest.DSN(t, "the PostgreSQL suite") }
 
-// schemaDSN creates a fresh schema, dropped at cleanup, and returns dsn with
-// search_path pointing at it, so that tests are independent and parallel.
+// schemaDSN returns a DSN for a fresh schema of this test, and its name.
 func schemaDSN(t testing.TB) (string, string) {
-	t.Helper()
-	dsn := testDSN(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to TEST_POSTGRES_DSN: %v", err)
-	}
-	defer conn.Close(ctx)
-	schema := "shortener_test_" + hex.EncodeToString([]byte(rand.Text())[:6])
-	schema = strings.ToLower(schema)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("cleanup connect: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	return withParam(t, dsn, "search_path", schema), schema
-}
-
-func withParam(t testing.TB, dsn, k, v string) string {
-	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Fatalf("TEST_POSTGRES_DSN must be a postgres:// URL")
-	}
-	q := u.Query()
-	q.Set(k, v)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return pgtest.Schema(t, testDSN(t), "shortener_test_")
 }
 
 func open(t testing.TB, dsn string) *pgstore.Store {
@@ -93,7 +38,7 @@ func TestConformance(t *testing.T) {
 	testDSN(t)
 	storetest.Run(t, func(t *testing.T) shortener.Store {
 		dsn, _ := schemaDSN(t)
-		return open(t, withParam(t, dsn, "pool_max_conns", "8"))
+		return open(t, pgtest.WithParam(t, dsn, "pool_max_conns", "8"))
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 )
 
 // metrics are the service's Prometheus collectors, in their own registry.
@@ -55,55 +57,29 @@ func route(path string) string {
 	}
 }
 
-// statusWriter records the status and size of a response.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // instrument wraps next with metrics (m may be nil) and, when log is not
 // nil, an access log. The access log records neither query strings nor
 // headers.
 func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statuswriter.Writer{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+		if sw.Status == 0 {
+			sw.Status = http.StatusOK
 		}
 		d := time.Since(start)
 		if m != nil {
 			rt := route(r.URL.Path)
-			m.requests.WithLabelValues(rt, strconv.Itoa(sw.status)).Inc()
+			m.requests.WithLabelValues(rt, strconv.Itoa(sw.Status)).Inc()
 			m.duration.WithLabelValues(rt).Observe(d.Seconds())
 		}
 		if log != nil {
 			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
-				slog.Int("status", sw.status),
-				slog.Int64("bytes", sw.bytes),
+				slog.Int("status", sw.Status),
+				slog.Int64("bytes", sw.Bytes),
 				slog.Duration("duration", d),
 				slog.String("remote", r.RemoteAddr))
 		}
