@@ -2,13 +2,16 @@
 GO        ?= go
 GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 PKGS      ?= ./...
+# The version stamped into the binaries (`idp-proxy --version`).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=$(VERSION)
 
 .PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-smoke clean
 
 all: build
 
-build: ## Build both binaries into ./bin
-	$(GO) build -trimpath -o bin/ ./cmd/...
+build: ## Build the binaries into ./bin, stamped with VERSION (git describe)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C stops)
 	@$(GO) build -o bin/idp-demo ./cmd/idp-demo

@@ -70,6 +70,22 @@ type realmClient struct {
 	ImplicitFlowEnabled       bool              `json:"implicitFlowEnabled"`
 	RedirectURIs              []string          `json:"redirectUris"`
 	Attributes                map[string]string `json:"attributes"`
+	ProtocolMappers           []struct {
+		ProtocolMapper string            `json:"protocolMapper"`
+		Config         map[string]string `json:"config"`
+	} `json:"protocolMappers"`
+}
+
+// audiences are the clients an audience mapper adds to the aud claim of
+// the access tokens this client obtains.
+func (c realmClient) audiences() []string {
+	var out []string
+	for _, m := range c.ProtocolMappers {
+		if m.ProtocolMapper == "oidc-audience-mapper" && m.Config["access.token.claim"] == "true" {
+			out = append(out, m.Config["included.client.audience"])
+		}
+	}
+	return out
 }
 
 func loadRealm(t *testing.T) realmExport {
@@ -280,7 +296,7 @@ func TestCompose(t *testing.T) {
 	for k, v := range px.Environment {
 		env = append(env, k+"="+v)
 	}
-	cfg := loadProxyConfig(t, mounted, env, nil)
+	cfg := loadProxyConfig(t, mounted, env)
 
 	// Keycloak's fixed hostname is the proxy's server_url, on Keycloak's port.
 	if kc.Environment["KC_HOSTNAME"] != cfg.IDP.ServerURL {
@@ -303,6 +319,19 @@ func TestCompose(t *testing.T) {
 	for _, aud := range cfg.IDP.OptionalAudiences {
 		if c := realm.client(t, aud); !c.ServiceAccountsEnabled {
 			t.Errorf("optional audience %s is not a service-account client", aud)
+		}
+	}
+	// Tokens carry the proxy's client in aud (an audience mapper), which
+	// is preferred over accepting them by azp (optional_audiences): user
+	// tokens of the web client and service tokens of every service-account
+	// client.
+	for _, c := range realm.Clients {
+		if c.ClientID != cfg.IDP.ClientID && !c.ServiceAccountsEnabled {
+			continue
+		}
+		if !slices.Contains(c.audiences(), cfg.IDP.ClientID) && !slices.Contains(cfg.IDP.OptionalAudiences, c.ClientID) {
+			t.Errorf("client %s: its tokens would not carry aud %q (add an oidc-audience-mapper) and it is not in optional_audiences",
+				c.ClientID, cfg.IDP.ClientID)
 		}
 	}
 	for _, r := range cfg.Routes {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -14,11 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // Docker does not run where these tests run: they check what can be checked
@@ -102,21 +102,130 @@ func TestEveryFileParses(t *testing.T) {
 	}
 }
 
-// loadProxyConfig loads a proxy config file with idp-proxy's loader and
-// runs its complete check (no network).
-func loadProxyConfig(t *testing.T, path string, env []string, overrides map[string]any) proxy.Config {
+// proxyFile is the part of idp-proxy's effective configuration (as
+// `idp-proxy check-config --effective` prints it) that the deploy files
+// must agree with.
+type proxyFile struct {
+	Listen        string `json:"listen"`
+	MetricsListen string `json:"metrics_listen"`
+	Upstream      struct {
+		URL string `json:"url"`
+	} `json:"upstream"`
+	IDP struct {
+		ServerURL         string   `json:"server_url"`
+		Realm             string   `json:"realm"`
+		ClientID          string   `json:"client_id"`
+		RedirectURI       string   `json:"redirect_uri"`
+		OptionalAudiences []string `json:"optional_audiences"`
+		SessionSecretFile string   `json:"session_secret_file"`
+	} `json:"idp"`
+	Server struct {
+		DrainDelay      string `json:"drain_delay"`
+		ShutdownTimeout string `json:"shutdown_timeout"`
+	} `json:"server"`
+	Routes []struct {
+		Match       string              `json:"match"`
+		Roles       []string            `json:"roles"`
+		ClientRoles map[string][]string `json:"client_roles"`
+	} `json:"routes"`
+}
+
+var (
+	idpProxyOnce sync.Once
+	idpProxyBin  string
+	idpProxyErr  error
+)
+
+// idpProxy builds cmd/idp-proxy once for the package's tests.
+func idpProxy(t *testing.T) string {
 	t.Helper()
-	cfg, err := proxy.Load(path, proxy.LoadOptions{Env: env, Overrides: overrides})
-	if err != nil {
-		t.Fatalf("proxy.Load(%s): %v", path, err)
+	idpProxyOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deploytest-")
+		if err != nil {
+			idpProxyErr = err
+			return
+		}
+		idpProxyBin = filepath.Join(dir, "idp-proxy")
+		out, err := exec.Command("go", "build", "-o", idpProxyBin, "../cmd/idp-proxy").CombinedOutput()
+		if err != nil {
+			idpProxyErr = fmt.Errorf("go build ./cmd/idp-proxy: %v\n%s", err, out)
+		}
+	})
+	if idpProxyErr != nil {
+		t.Fatal(idpProxyErr)
 	}
-	if _, err := proxy.Check(cfg); err != nil {
-		t.Fatalf("proxy.Check(%s):\n%v", path, err)
+	return idpProxyBin
+}
+
+// loadProxyConfig runs idp-proxy's complete check of a config file (no
+// network: `check-config`, as an operator would) with env as the only
+// IDP_PROXY_* variables, and returns its effective configuration.
+func loadProxyConfig(t *testing.T, path string, env []string) proxyFile {
+	t.Helper()
+	bin := idpProxy(t)
+	run := func(args ...string) []byte {
+		cmd := exec.Command(bin, args...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "IDP_PROXY_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, env...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("idp-proxy %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return out
 	}
-	if _, err := cfg.PluginConfig(); err != nil {
-		t.Fatalf("%s: secrets: %v", path, err)
+	run("check-config", path)
+	var cfg proxyFile
+	if err := json.Unmarshal(run("check-config", "--effective", path), &cfg); err != nil {
+		t.Fatalf("check-config --effective %s: %v", path, err)
 	}
 	return cfg
+}
+
+// The deploy file's secrets arrive at deploy time (environment, mounted
+// files): `check-config --no-secrets` checks everything else, with no
+// IDP_PROXY_* variable set, as CI runs it.
+func TestDeployConfigChecksWithoutSecrets(t *testing.T) {
+	bin := idpProxy(t)
+	for _, args := range [][]string{
+		{"check-config", "--no-secrets", "idp-proxy.yaml"},
+		{"check-config", "--no-secrets", "--effective", "idp-proxy.yaml"},
+	} {
+		cmd := exec.Command(bin, args...)
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "IDP_PROXY_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("idp-proxy %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// Without --no-secrets the same file is refused: the check is real.
+	cmd := exec.Command(bin, "check-config", "idp-proxy.yaml")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "session secret") {
+		t.Errorf("check-config without secrets: %v\n%s", err, out)
+	}
+}
+
+// `make build` stamps the version the binaries print with --version.
+func TestMakeBuildStampsVersion(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	out, err := exec.Command("make", "-C", "..", "-n", "build", "VERSION=v1.2.3-test").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n build: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "-X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=v1.2.3-test") {
+		t.Fatalf("make build does not stamp the version:\n%s", out)
+	}
 }
 
 // hostPort splits an address or URL's host into host and numeric port.

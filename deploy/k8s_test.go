@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -34,8 +35,9 @@ type deploymentSpec struct {
 			Labels map[string]string `yaml:"labels"`
 		} `yaml:"metadata"`
 		Spec struct {
-			AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
-			SecurityContext              struct {
+			AutomountServiceAccountToken  *bool `yaml:"automountServiceAccountToken"`
+			TerminationGracePeriodSeconds int   `yaml:"terminationGracePeriodSeconds"`
+			SecurityContext               struct {
 				RunAsNonRoot *bool `yaml:"runAsNonRoot"`
 			} `yaml:"securityContext"`
 			Containers []container `yaml:"containers"`
@@ -266,7 +268,7 @@ func TestKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overrides := map[string]any{}
+	var env []string
 	for _, key := range []string{"client_secret_file", "session_secret_file"} {
 		p, _ := raw[key].(string)
 		if path.Dir(p) != secretDir {
@@ -282,9 +284,9 @@ func TestKubernetes(t *testing.T) {
 		if err := os.WriteFile(local, []byte(val+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		overrides["idp."+key] = local
+		env = append(env, "IDP_PROXY_IDP_"+strings.ToUpper(key)+"="+local)
 	}
-	cfg := loadProxyConfig(t, cfgFile, nil, overrides)
+	cfg := loadProxyConfig(t, cfgFile, env)
 
 	// Ports and probes: the proxy's listen and ops ports are its named
 	// container ports; probes use /healthz and /readyz on the ops port.
@@ -324,6 +326,15 @@ func TestKubernetes(t *testing.T) {
 				t.Errorf("env %s: Secret %s has no key %s", e.Name, s.Metadata.Name, e.ValueFrom.SecretKeyRef.Key)
 			}
 		}
+	}
+	// A rolling update loses no request only if the kubelet lets the proxy
+	// drain and finish: drain_delay + shutdown_timeout < the grace period.
+	drain, err1 := time.ParseDuration(cfg.Server.DrainDelay)
+	shutdown, err2 := time.ParseDuration(cfg.Server.ShutdownTimeout)
+	grace := time.Duration(pod.TerminationGracePeriodSeconds) * time.Second
+	if err1 != nil || err2 != nil || drain <= 0 || drain+shutdown >= grace {
+		t.Errorf("server.drain_delay %s + shutdown_timeout %s must be > 0 and below terminationGracePeriodSeconds %v",
+			cfg.Server.DrainDelay, cfg.Server.ShutdownTimeout, grace)
 	}
 	if len(cfg.IDP.SessionSecretFile) == 0 || len(secret.StringData["session-secret"]) < 32 {
 		t.Error("the session secret placeholder must be at least 32 bytes, as idp-proxy requires")

@@ -431,7 +431,7 @@ func (h *harness) startShortener(name, store string, extra ...string) (*proc, st
 		return nil, "", err
 	}
 	args := append([]string{"--listen", addr, "--store", store, "--log-format", "json", "--access-log=false",
-		"--base-url", "https://sho.rt"}, extra...)
+		"--base-url", "https://sho.rt", "--metrics-listen", "off"}, extra...)
 	p, err := h.start(name, "shortener", false, args...)
 	if err != nil {
 		return nil, "", err

@@ -2,10 +2,6 @@
 // provider, the shortener and idp-proxy in front of it. `make demo` runs it.
 package main
 
-import (
-	"os"
+import "os"
 
-	"github.com/idp-proxy/idp-proxy/internal/demo"
-)
-
-func main() { os.Exit(demo.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

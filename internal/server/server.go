@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,13 +23,25 @@ type Options struct {
 	ShutdownTimeout   time.Duration // [25s] time given to in-flight requests on shutdown
 	TLSCertFile       string        // with TLSKeyFile, serve HTTPS
 	TLSKeyFile        string
-	Logger            *slog.Logger // [discard]
+	TLSMinVersion     uint16 // [tls.VersionTLS12]
+	// DrainDelay is how long the listeners keep accepting after the stop
+	// signal (a stop with Drain set), while readiness already reports
+	// not ready, so that load balancers stop sending new requests before
+	// the listeners close. [0]
+	DrainDelay time.Duration
+	// Drain, when not nil, is asked at stop time whether to drain (true
+	// on SIGTERM, false on SIGINT), and is told so by OnDrain.
+	Drain func() bool
+	// OnDrain is called when draining starts, e.g. to fail readiness.
+	OnDrain func()
+	Logger  *slog.Logger // [discard]
 }
 
 // New returns an http.Server for h with the timeouts of o applied.
 func New(h http.Handler, o Options) *http.Server {
 	o = o.withDefaults()
 	return &http.Server{
+		TLSConfig:         &tls.Config{MinVersion: o.TLSMinVersion},
 		Handler:           h,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
@@ -60,6 +73,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.TLSMinVersion == 0 {
+		o.TLSMinVersion = tls.VersionTLS12
 	}
 	return o
 }
@@ -102,6 +118,20 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 	var first error
 	select {
 	case <-ctx.Done():
+		if o.DrainDelay > 0 && (o.Drain == nil || o.Drain()) {
+			// Readiness fails first; the listeners keep accepting while
+			// load balancers notice, then close.
+			if o.OnDrain != nil {
+				o.OnDrain()
+			}
+			o.Logger.Info("draining: not ready, still accepting", "delay", o.DrainDelay.String())
+			t := time.NewTimer(o.DrainDelay)
+			select {
+			case <-t.C:
+			case first = <-errc:
+				t.Stop()
+			}
+		}
 	case first = <-errc:
 	}
 	o.Logger.Info("shutting down", "timeout", o.ShutdownTimeout.String())

@@ -21,7 +21,7 @@ type tokenCache struct {
 }
 
 type cacheEntry struct {
-	id  *identity
+	id  *Identity
 	exp time.Time
 }
 
@@ -45,7 +45,7 @@ func (c *tokenCache) key(raw string) [32]byte {
 
 // get returns the identity cached for raw under key-set generation gen, or
 // nil.
-func (c *tokenCache) get(raw string, now time.Time, gen uint64) *identity {
+func (c *tokenCache) get(raw string, now time.Time, gen uint64) *Identity {
 	if c == nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (c *tokenCache) get(raw string, now time.Time, gen uint64) *identity {
 }
 
 // put caches id for raw until exp, under key-set generation gen.
-func (c *tokenCache) put(raw string, id *identity, exp, now time.Time, gen uint64) {
+func (c *tokenCache) put(raw string, id *Identity, exp, now time.Time, gen uint64) {
 	if c == nil {
 		return
 	}

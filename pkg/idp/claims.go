@@ -1,12 +1,11 @@
 package idp
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
+	"math"
 	"strings"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // Access holds the roles of a realm_access or resource_access entry.
@@ -89,87 +88,257 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// claims is what the JWT parser decodes the payload into. Keycloak's claims
-// are decoded leniently: a claim of an unexpected shape reads as absent (so a
-// guard on it never matches) instead of failing the whole token; the
-// registered claims are strict.
+// claims are the decoded claims the verifier and the guards read, matched
+// by their exact names. Keycloak's own claims are read leniently: a claim
+// of an unexpected shape reads as absent (a guard on it never matches)
+// instead of failing the token. The registered claims are strict: iss, sub
+// and jti strings, aud a string or an array of strings, exp, nbf and iat
+// JSON numbers.
 type claims struct {
-	Issuer    string           `json:"iss"`
-	Subject   string           `json:"sub"`
-	Audience  jwt.ClaimStrings `json:"aud"`
-	ExpiresAt *jwt.NumericDate `json:"exp"`
-	NotBefore *jwt.NumericDate `json:"nbf"`
-	IssuedAt  *jwt.NumericDate `json:"iat"`
-	ID        lenientString    `json:"jti"`
+	Issuer, Subject, ID string
+	Audience            []string
+	exp, nbf, iat       float64
+	hasExp, hasNbf      bool
+	hasIat              bool
 
-	AZP               lenientString         `json:"azp"`
-	Typ               lenientString         `json:"typ"`
-	Scope             lenientString         `json:"scope"`
-	SCP               lenientStrings        `json:"scp"`
-	SID               lenientString         `json:"sid"`
-	SessionState      lenientString         `json:"session_state"`
-	RealmAccess       lenientAccess         `json:"realm_access"`
-	ResourceAccess    lenientResourceAccess `json:"resource_access"`
-	PreferredUsername lenientString         `json:"preferred_username"`
-	Email             lenientString         `json:"email"`
-	EmailVerified     lenientBool           `json:"email_verified"`
-	Name              lenientString         `json:"name"`
+	AZP, Typ, Scope, SID, SessionState string
+	PreferredUsername, Email, Name     string
+	SCP                                []string
+	EmailVerified                      bool
+	RealmRoles                         []string
+	ResourceAccess                     map[string]Access
 
 	// Markers of ID tokens, kept only to refuse them (see checkClaims).
-	Nonce  json.RawMessage `json:"nonce"`
-	AtHash json.RawMessage `json:"at_hash"`
-	CHash  json.RawMessage `json:"c_hash"`
+	nonce, atHash, cHash bool
 
-	raw json.RawMessage
+	raw []byte // the payload, shared with TokenPayload.Raw
 }
 
-// UnmarshalJSON keeps a copy of the raw payload beside the decoded claims.
-func (c *claims) UnmarshalJSON(b []byte) error {
-	type plain claims
-	if err := json.Unmarshal(b, (*plain)(c)); err != nil {
-		return err
+// claim bits, to refuse a payload that names a claim twice (RFC 7519 §4:
+// parsers must reject duplicates or take the last; taking the last would
+// let a token say two things).
+const (
+	cIss = 1 << iota
+	cSub
+	cAud
+	cExp
+	cNbf
+	cIat
+	cJti
+	cAzp
+	cTyp
+	cScope
+	cScp
+	cSid
+	cSessionState
+	cRealmAccess
+	cResourceAccess
+	cPreferredUsername
+	cEmail
+	cEmailVerified
+	cName
+	cNonce
+	cAtHash
+	cCHash
+)
+
+var claimBits = map[string]int{
+	"iss": cIss, "sub": cSub, "aud": cAud, "exp": cExp, "nbf": cNbf, "iat": cIat, "jti": cJti,
+	"azp": cAzp, "typ": cTyp, "scope": cScope, "scp": cScp, "sid": cSid, "session_state": cSessionState,
+	"realm_access": cRealmAccess, "resource_access": cResourceAccess, "preferred_username": cPreferredUsername,
+	"email": cEmail, "email_verified": cEmailVerified, "name": cName, "nonce": cNonce, "at_hash": cAtHash, "c_hash": cCHash,
+}
+
+// decodeClaims decodes the payload once, matching claim names exactly.
+// Errors are invalid-token errors with a client-safe reason.
+func decodeClaims(payload []byte) (*claims, error) {
+	c := &claims{raw: payload}
+	seen := 0
+	err := eachMember(payload, func(name string, v []byte) error {
+		bit, read := claimBits[name]
+		if !read {
+			return nil
+		}
+		if seen&bit != 0 {
+			return invalid("duplicate claim "+name, nil)
+		}
+		seen |= bit
+		if string(v) == "null" {
+			return nil // null is absent
+		}
+		var ok bool
+		switch bit {
+		case cIss:
+			if c.Issuer, ok = jsonString(v); !ok {
+				return invalid("malformed iss claim", nil)
+			}
+		case cSub:
+			if c.Subject, ok = jsonString(v); !ok {
+				return invalid("malformed sub claim", nil)
+			}
+		case cJti:
+			c.ID, _ = jsonString(v) // read leniently, as before: a numeric jti reads as ""
+		case cAud:
+			if s, isStr := jsonString(v); isStr {
+				c.Audience = []string{s}
+			} else if c.Audience, ok = jsonStrings(v); !ok {
+				return invalid("malformed aud claim", nil)
+			}
+		case cExp:
+			if c.exp, ok = jsonNumber(v); !ok {
+				return invalid("exp must be a number", nil)
+			}
+			c.hasExp = true
+		case cNbf:
+			if c.nbf, ok = jsonNumber(v); !ok {
+				return invalid("nbf must be a number", nil)
+			}
+			c.hasNbf = true
+		case cIat:
+			if c.iat, ok = jsonNumber(v); !ok {
+				return invalid("iat must be a number", nil)
+			}
+			c.hasIat = true
+		case cAzp:
+			c.AZP, _ = jsonString(v)
+		case cTyp:
+			c.Typ, _ = jsonString(v)
+		case cScope:
+			c.Scope, _ = jsonString(v)
+		case cScp:
+			c.SCP = lenientStrings(v)
+		case cSid:
+			c.SID, _ = jsonString(v)
+		case cSessionState:
+			c.SessionState, _ = jsonString(v)
+		case cPreferredUsername:
+			c.PreferredUsername, _ = jsonString(v)
+		case cEmail:
+			c.Email, _ = jsonString(v)
+		case cName:
+			c.Name, _ = jsonString(v)
+		case cEmailVerified:
+			c.EmailVerified = string(v) == "true"
+		case cRealmAccess:
+			c.RealmRoles = accessRoles(v)
+		case cResourceAccess:
+			c.ResourceAccess = resourceAccess(v)
+		case cNonce:
+			c.nonce = true
+		case cAtHash:
+			c.atHash = true
+		case cCHash:
+			c.cHash = true
+		}
+		return nil
+	})
+	if errors.Is(err, errJSON) {
+		return nil, invalid("malformed token", err)
 	}
-	c.raw = bytes.Clone(b)
-	return nil
+	return c, err
 }
 
-// jwt.Claims implementation: the parser validates exp, nbf, iat and iss
-// through these.
+// lenientStrings reads an array's string elements, skipping the others;
+// any other JSON value reads as none.
+func lenientStrings(v []byte) []string {
+	if len(v) == 0 || v[0] != '[' {
+		return nil
+	}
+	if out, ok := jsonStrings(v); ok {
+		return out
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(v, &raw) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(raw))
+	for _, r := range raw {
+		if s, ok := jsonString(r); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
-func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) { return c.ExpiresAt, nil }
-func (c *claims) GetNotBefore() (*jwt.NumericDate, error)      { return c.NotBefore, nil }
-func (c *claims) GetIssuedAt() (*jwt.NumericDate, error)       { return c.IssuedAt, nil }
-func (c *claims) GetIssuer() (string, error)                   { return c.Issuer, nil }
-func (c *claims) GetSubject() (string, error)                  { return c.Subject, nil }
-func (c *claims) GetAudience() (jwt.ClaimStrings, error)       { return c.Audience, nil }
+// accessRoles reads {"roles": [...]} with the exact name "roles"; any
+// other shape reads as no roles.
+func accessRoles(v []byte) []string {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	var roles []string
+	dup := false
+	_ = eachMember(v, func(name string, val []byte) error {
+		if name == "roles" {
+			if roles != nil {
+				dup = true
+			}
+			roles = lenientStrings(val)
+			if roles == nil {
+				roles = []string{}
+			}
+		}
+		return nil
+	})
+	if dup {
+		return nil // two "roles": neither is believed
+	}
+	return roles
+}
+
+// resourceAccess reads {"client": {"roles": [...]}, ...}; entries of
+// another shape read as no roles, a client named twice as none.
+func resourceAccess(v []byte) map[string]Access {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	out := map[string]Access{}
+	dups := map[string]bool{}
+	_ = eachMember(v, func(client string, val []byte) error {
+		if _, seen := out[client]; seen {
+			dups[client] = true
+		}
+		out[client] = Access{Roles: accessRoles(val)}
+		return nil
+	})
+	for client := range dups {
+		delete(out, client)
+	}
+	return out
+}
+
+func numericTime(f float64) time.Time {
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9))
+}
 
 func (c *claims) payload() *TokenPayload {
 	p := &TokenPayload{
 		Issuer:            c.Issuer,
 		Subject:           c.Subject,
-		Audience:          []string(c.Audience),
-		ID:                string(c.ID),
-		AuthorizedParty:   string(c.AZP),
-		Type:              string(c.Typ),
-		Scope:             string(c.Scope),
-		SessionID:         string(c.SID),
-		SessionState:      string(c.SessionState),
-		RealmAccess:       Access{Roles: []string(c.RealmAccess.Roles)},
-		ResourceAccess:    map[string]Access(c.ResourceAccess),
-		PreferredUsername: string(c.PreferredUsername),
-		Email:             string(c.Email),
-		EmailVerified:     bool(c.EmailVerified),
-		Name:              string(c.Name),
+		Audience:          c.Audience,
+		ID:                c.ID,
+		AuthorizedParty:   c.AZP,
+		Type:              c.Typ,
+		Scope:             c.Scope,
+		SessionID:         c.SID,
+		SessionState:      c.SessionState,
+		RealmAccess:       Access{Roles: c.RealmRoles},
+		ResourceAccess:    c.ResourceAccess,
+		PreferredUsername: c.PreferredUsername,
+		Email:             c.Email,
+		EmailVerified:     c.EmailVerified,
+		Name:              c.Name,
 		Raw:               c.raw,
 	}
-	if c.ExpiresAt != nil {
-		p.ExpiresAt = c.ExpiresAt.Time
+	if c.hasExp {
+		p.ExpiresAt = numericTime(c.exp)
 	}
-	if c.IssuedAt != nil {
-		p.IssuedAt = c.IssuedAt.Time
+	if c.hasIat {
+		p.IssuedAt = numericTime(c.iat)
 	}
-	if c.NotBefore != nil {
-		p.NotBefore = c.NotBefore.Time
+	if c.hasNbf {
+		p.NotBefore = numericTime(c.nbf)
 	}
 	return p
 }
@@ -177,14 +346,14 @@ func (c *claims) payload() *TokenPayload {
 func (c *claims) user() *User {
 	u := &User{
 		Sub:               c.Subject,
-		PreferredUsername: string(c.PreferredUsername),
-		Email:             string(c.Email),
-		Name:              string(c.Name),
-		RealmRoles:        []string(c.RealmAccess.Roles),
-		Scopes:            strings.Fields(string(c.Scope)),
+		PreferredUsername: c.PreferredUsername,
+		Email:             c.Email,
+		Name:              c.Name,
+		RealmRoles:        c.RealmRoles,
+		Scopes:            strings.Fields(c.Scope),
 	}
 	if len(u.Scopes) == 0 && len(c.SCP) > 0 {
-		u.Scopes = []string(c.SCP)
+		u.Scopes = c.SCP
 	}
 	if len(c.ResourceAccess) > 0 {
 		u.ClientRoles = make(map[string][]string, len(c.ResourceAccess))
@@ -193,80 +362,4 @@ func (c *claims) user() *User {
 		}
 	}
 	return u
-}
-
-// lenientString decodes a JSON string; any other JSON value reads as "".
-type lenientString string
-
-func (s *lenientString) UnmarshalJSON(b []byte) error {
-	var v string
-	if json.Unmarshal(b, &v) == nil {
-		*s = lenientString(v)
-	} else {
-		*s = ""
-	}
-	return nil
-}
-
-// lenientBool decodes a JSON boolean; any other value reads as false.
-type lenientBool bool
-
-func (v *lenientBool) UnmarshalJSON(b []byte) error {
-	*v = lenientBool(bytes.Equal(b, []byte("true")))
-	return nil
-}
-
-// lenientStrings decodes a JSON array of strings, skipping non-string
-// elements; any other JSON value reads as empty.
-type lenientStrings []string
-
-func (s *lenientStrings) UnmarshalJSON(b []byte) error {
-	*s = nil
-	var raw []json.RawMessage
-	if json.Unmarshal(b, &raw) != nil {
-		return nil
-	}
-	out := make([]string, 0, len(raw))
-	for _, r := range raw {
-		var v string
-		if json.Unmarshal(r, &v) == nil {
-			out = append(out, v)
-		}
-	}
-	*s = out
-	return nil
-}
-
-// lenientAccess decodes {"roles": [...]}; any other shape reads as no roles.
-type lenientAccess struct {
-	Roles lenientStrings `json:"roles"`
-}
-
-func (a *lenientAccess) UnmarshalJSON(b []byte) error {
-	type plain lenientAccess
-	var v plain
-	if json.Unmarshal(b, &v) != nil {
-		*a = lenientAccess{}
-		return nil
-	}
-	*a = lenientAccess(v)
-	return nil
-}
-
-// lenientResourceAccess decodes {"client": {"roles": [...]}, ...}; entries of
-// another shape read as no roles.
-type lenientResourceAccess map[string]Access
-
-func (m *lenientResourceAccess) UnmarshalJSON(b []byte) error {
-	*m = nil
-	var raw map[string]lenientAccess
-	if json.Unmarshal(b, &raw) != nil {
-		return nil
-	}
-	out := make(lenientResourceAccess, len(raw))
-	for k, v := range raw {
-		out[k] = Access{Roles: []string(v.Roles)}
-	}
-	*m = out
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -27,7 +28,7 @@ const (
 	DefaultHTTPTimeout               = 10 * time.Second
 	DefaultLeeway                    = 10 * time.Second
 	DefaultMaxTokenBytes             = 16 << 10
-	DefaultUnknownKIDRefreshInterval = 10 * time.Second
+	DefaultUnknownKIDRefreshInterval = time.Second
 	DefaultVerifiedCacheSize         = 10000
 )
 
@@ -105,9 +106,12 @@ type Config struct {
 	// MaxTokenBytes rejects longer tokens before any parsing. [16 KiB]
 	MaxTokenBytes int
 	// UnknownKIDRefreshInterval is the least time between two key-set
-	// refetches caused by tokens with an unknown kid, process-wide. A flood
-	// of random kids therefore costs the provider one request per interval,
-	// and a genuine key rotation is picked up within one interval. [10s]
+	// refetches caused by tokens with an unknown kid, per plugin. A flood
+	// of random kids therefore costs the provider at most one request per
+	// interval, and a genuine key rotation is picked up within one
+	// interval (a fetch is scheduled for the end of the interval whenever
+	// the budget was spent); a kid found absent is not fetched for again
+	// for five intervals. [1s]
 	UnknownKIDRefreshInterval time.Duration
 	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
 	// SHA-256 of the token, never used past the token's exp, dropped when
@@ -180,6 +184,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports every problem of c, with the defaults applied, as New
+// would: one error each, joined, each wrapping ErrConfig. It contacts
+// nothing.
+func (c Config) Validate() error { return c.withDefaults().validate() }
+
+// WithDefaults returns c with every zero optional field set to its default
+// and the names normalised (token location upper case, auth prefix with
+// one leading and no trailing slash), as New and Plugin.Config see it.
+func (c Config) WithDefaults() Config { return c.withDefaults() }
+
 // validate reports every problem of c (after withDefaults), one error each,
 // joined, each wrapping ErrConfig.
 func (c Config) validate() error {
@@ -191,6 +205,9 @@ func (c Config) validate() error {
 		bad("server_url is required")
 	} else if err := checkHTTPURL(c.ServerURL); err != nil {
 		bad("server_url: %v", err)
+	} else if base, realm, ok := strings.Cut(c.ServerURL, "/realms/"); ok {
+		bad("server_url %q already names a realm: set server_url to %q and realm to %q (the issuer is server_url/realms/realm)",
+			c.ServerURL, base, strings.Trim(realm, "/"))
 	}
 	if c.Realm == "" {
 		bad("realm is required")
@@ -262,6 +279,13 @@ func checkHTTPURL(s string) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("%q: user info is not allowed", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%q: port %s is not a TCP port (1-65535)", s, p)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return fmt.Errorf("%q: empty port", s)
 	}
 	return nil
 }

@@ -80,3 +80,23 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("Issuer = %q, want %q", got, want)
 	}
 }
+
+func TestConfigRefusesRealmInServerURLAndBadPorts(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"https://sso.example.com/realms/demo", `set server_url to "https://sso.example.com" and realm to "demo"`},
+		{"http://127.0.0.1:8080/realms/demo/", `realm to "demo"`},
+		{"http://127.0.0.1:99999", "not a TCP port"},
+		{"http://127.0.0.1:0", "not a TCP port"},
+		{"http://127.0.0.1:", "empty port"},
+	} {
+		err := idp.Config{ServerURL: tc.url, Realm: "demo", ClientID: "app"}.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.url, err, tc.want)
+		}
+	}
+	err := idp.Config{ServerURL: "https://sso.example.com", Realm: "demo", ClientID: "app", IncludeRoutes: true,
+		RedirectURI: "http://127.0.0.1:70000/cb", SessionSecret: make([]byte, 32)}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "redirect_uri") {
+		t.Errorf("bad redirect port: %v", err)
+	}
+}

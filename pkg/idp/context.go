@@ -5,30 +5,53 @@ import (
 	"net/http"
 )
 
-// identity is what a verified request carries in its context. It is never
-// modified after creation.
-type identity struct {
-	raw     string
-	payload *TokenPayload
-	user    *User
+// Identity is what a verified token proves: the user, the verified claims
+// and the raw token, travelling as one value. An Identity is shared (the
+// verified-token cache hands the same one to every request with that
+// token): never modify it or what it points to.
+type Identity struct {
+	// User is the specification's current_user.
+	User *User
+	// Payload is the specification's token_payload: the verified claims.
+	Payload *TokenPayload
+	// Raw is the access token as it was sent, for forwarding downstream.
+	Raw string
 }
 
 type ctxKey struct{}
 
-func withIdentity(ctx context.Context, id *identity) context.Context {
+// NewContext returns a copy of ctx that carries id, as Middleware passes
+// it to the handlers it wraps.
+func NewContext(ctx context.Context, id *Identity) context.Context {
 	return context.WithValue(ctx, ctxKey{}, id)
 }
 
-func identityFrom(ctx context.Context) *identity {
-	id, _ := ctx.Value(ctxKey{}).(*identity)
+// IdentityFrom returns the Identity of an authenticated request: user,
+// verified claims and raw token in one look-up.
+func IdentityFrom(ctx context.Context) (*Identity, bool) {
+	id := identityFrom(ctx)
+	return id, id != nil
+}
+
+func identityFrom(ctx context.Context) *Identity {
+	id, _ := ctx.Value(ctxKey{}).(*Identity)
 	return id
 }
 
-// UserFrom returns the identity of an authenticated request (the
+// withVerdict returns r carrying the allowed verdict's identity, r itself
+// when its context already does.
+func withVerdict(r *http.Request, v Verdict) *http.Request {
+	if identityFrom(r.Context()) == v.Identity {
+		return r
+	}
+	return r.WithContext(NewContext(r.Context(), v.Identity))
+}
+
+// UserFrom returns the user of an authenticated request (the
 // specification's current_user). The User is shared: do not modify it.
 func UserFrom(ctx context.Context) (*User, bool) {
 	if id := identityFrom(ctx); id != nil {
-		return id.user, true
+		return id.User, true
 	}
 	return nil, false
 }
@@ -37,7 +60,7 @@ func UserFrom(ctx context.Context) (*User, bool) {
 // specification's token_payload). The payload is shared: do not modify it.
 func PayloadFrom(ctx context.Context) (*TokenPayload, bool) {
 	if id := identityFrom(ctx); id != nil {
-		return id.payload, true
+		return id.Payload, true
 	}
 	return nil, false
 }
@@ -46,7 +69,7 @@ func PayloadFrom(ctx context.Context) (*TokenPayload, bool) {
 // (the specification's raw_token), for forwarding to a downstream API.
 func RawTokenFrom(ctx context.Context) (string, bool) {
 	if id := identityFrom(ctx); id != nil {
-		return id.raw, true
+		return id.Raw, true
 	}
 	return "", false
 }
@@ -56,42 +79,31 @@ func RawTokenFrom(ctx context.Context) (string, bool) {
 // and answers 401/503 itself when that fails, so declaring the identity is
 // what protects the handler.
 func (p *Plugin) WithUser(h func(w http.ResponseWriter, r *http.Request, u *User)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r, id := p.ensure(w, r); id != nil {
-			h(w, r, id.user)
-		}
-	})
+	return p.withIdentity(func(w http.ResponseWriter, r *http.Request, id *Identity) { h(w, r, id.User) })
 }
 
 // WithPayload is WithUser for handlers that declare the token payload.
 func (p *Plugin) WithPayload(h func(w http.ResponseWriter, r *http.Request, tp *TokenPayload)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r, id := p.ensure(w, r); id != nil {
-			h(w, r, id.payload)
-		}
-	})
+	return p.withIdentity(func(w http.ResponseWriter, r *http.Request, id *Identity) { h(w, r, id.Payload) })
 }
 
 // WithRawToken is WithUser for handlers that declare the raw token.
 func (p *Plugin) WithRawToken(h func(w http.ResponseWriter, r *http.Request, raw string)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r, id := p.ensure(w, r); id != nil {
-			h(w, r, id.raw)
-		}
-	})
+	return p.withIdentity(func(w http.ResponseWriter, r *http.Request, id *Identity) { h(w, r, id.Raw) })
 }
 
-// ensure returns the request's identity, authenticating the request when
-// no enclosing middleware did. On failure it writes the error answer and
-// returns a nil identity.
-func (p *Plugin) ensure(w http.ResponseWriter, r *http.Request) (*http.Request, *identity) {
-	if id := identityFrom(r.Context()); id != nil {
-		return r, id
-	}
-	r2, err := p.Authenticate(r)
-	if err != nil {
-		p.WriteError(w, r, err)
-		return r, nil
-	}
-	return r2, identityFrom(r2.Context())
+// WithIdentity is WithUser for handlers that declare the whole Identity.
+func (p *Plugin) WithIdentity(h func(w http.ResponseWriter, r *http.Request, id *Identity)) http.Handler {
+	return p.withIdentity(h)
+}
+
+func (p *Plugin) withIdentity(h func(w http.ResponseWriter, r *http.Request, id *Identity)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := p.Authorize(r)
+		if !v.Allowed() {
+			p.WriteVerdict(w, r, v)
+			return
+		}
+		h(w, withVerdict(r, v), v.Identity)
+	})
 }

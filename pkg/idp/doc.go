@@ -19,6 +19,17 @@
 //	}))
 //	mux.Handle("POST /admin/", p.Require(idp.RequireRoles(idp.MatchAll, "admin"))(adminHandler))
 //
+// # One decision
+//
+// Plugin.Authorize authenticates a request and applies guards without
+// writing anything; it returns a Verdict: an Outcome (Allowed, NoToken,
+// InvalidRequest, InvalidToken, Forbidden, Unavailable), the verified
+// Identity (user, claims and raw token in one value) and the status and
+// detail of the answer. Plugin.WriteVerdict writes that answer as RFC 6750
+// and RFC 9457 want it. Middleware, Require, the With* adapters and
+// pkg/proxy all decide through Authorize; NewContext and IdentityFrom carry
+// the Identity in a context.
+//
 // # Login routes and service tokens
 //
 // With Config.IncludeRoutes, Plugin.Routes serves GET {AuthPrefix}/login and
@@ -35,7 +46,10 @@
 // ServerURL and Realm; token headers such as jku, x5u and jwk are ignored,
 // tokens with a crit header are rejected, and only asymmetric algorithms listed
 // in Config.Algorithms are accepted. Keycloak ID, refresh and offline tokens
-// are rejected by their typ claim. A token whose kid is unknown triggers at
-// most one key-set refetch per Config.UnknownKIDRefreshInterval for the whole
-// process; requests never wait on that limit, they fail fast instead.
+// are rejected by their typ claim. Tokens must be canonical (base64url
+// without padding or stray bits); claim names are matched exactly and a
+// claim named twice is refused; exp, nbf and iat must be JSON numbers. A
+// token whose kid is unknown triggers at most one key-set refetch per
+// Config.UnknownKIDRefreshInterval; requests never wait on that limit (they
+// fail fast, and one refetch is scheduled for the end of the interval).
 package idp

@@ -127,21 +127,17 @@ func (g listGuard) String() string {
 
 // Require returns middleware that authenticates the request (unless an
 // enclosing Middleware already did) and lets it through only when every
-// guard allows the user; otherwise it answers 403 insufficient_scope.
+// guard allows the user; otherwise it answers 403 insufficient_scope (or
+// the 401/400/503 of a failed authentication).
 func (p *Plugin) Require(guards ...Guard) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			r, id := p.ensure(w, r)
-			if id == nil {
+			v := p.Authorize(r, guards...)
+			if !v.Allowed() {
+				p.WriteVerdict(w, r, v)
 				return
 			}
-			for _, g := range guards {
-				if !g.Allow(id.user) {
-					p.WriteError(w, r, ErrForbidden)
-					return
-				}
-			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, withVerdict(r, v))
 		})
 	}
 }

@@ -1,5 +1,24 @@
 package idp
 
+// The provider's keys. keyfunc (github.com/MicahParks/keyfunc/v3) supplies
+// the key for a token's kid (see selectKey), reading a jwkset.Storage of
+// ours, keyStorage, backed by keySet below. The stock jwkset HTTP storage
+// (jwkset.NewStorageFromHTTP, keyfunc.NewDefault) is not used, because:
+//
+//   - callers block on its rate limiter: an unknown kid makes the request
+//     wait for the limiter (up to RateLimitWaitMax), so a flood of random
+//     kids queues every request behind it and delays a genuine rotation by
+//     as long as the flood lasts; here callers fail fast and one fetch is
+//     scheduled for the end of the interval;
+//   - concurrent refreshes are not coalesced: each waiting caller may start
+//     its own fetch; here one fetch is in flight at a time and everyone
+//     joins it (single flight), with a negative cache of kids found absent;
+//   - it needs the JWKS URL when it is created, before OpenID discovery has
+//     run; here discovery happens in the background, New never blocks on
+//     the provider, and a provider that is down at start is retried;
+//   - it has no bound on the JWKS response size; here it is 1 MiB, and keys
+//     that cannot verify (enc, symmetric, RSA < 2048 bits) are dropped.
+
 import (
 	"context"
 	"crypto"
@@ -27,6 +46,7 @@ type verifyKey struct {
 	kid string
 	alg string // the JWK's own alg, "" when absent
 	key crypto.PublicKey
+	jwk jwkset.JWK // as parsed, for keyfunc (see keyStorage)
 }
 
 // keySnapshot is an immutable view of the provider's key set.
@@ -86,7 +106,7 @@ func parseJWKS(body []byte, log *slog.Logger) (*keySnapshot, error) {
 		if err != nil {
 			continue
 		}
-		vk := verifyKey{kid: m.KID, alg: m.ALG.String(), key: key}
+		vk := verifyKey{kid: m.KID, alg: m.ALG.String(), key: key, jwk: jwk}
 		if vk.kid != "" {
 			if _, dup := s.byKID[vk.kid]; dup {
 				log.Warn("idp: JWKS has a duplicate kid; keeping the first", "kid", vk.kid)
@@ -152,7 +172,10 @@ type keySet struct {
 
 	mu          sync.Mutex
 	flight      *flight
-	lastUnknown time.Time
+	lastUnknown time.Time            // start of the last unknown-kid fetch
+	deferred    bool                 // an unknown-kid fetch is scheduled for the next slot
+	absent      map[string]time.Time // kid -> until when it is known to be absent
+	closed      bool
 
 	refreshes, failures, skips atomic.Uint64
 	lastRefresh                atomic.Int64 // unix nanos
@@ -196,21 +219,42 @@ func (k *keySet) startLocked() *flight {
 	return f
 }
 
-// refreshUnknownKID is called when a token names a kid the snapshot lacks.
-// It joins a fetch under way, or starts one unless another unknown-kid
-// fetch started less than k.interval ago, in which case it returns at once:
-// callers never queue behind the rate limit, so a flood of random kids costs
-// one provider request per interval and delays a genuine rotation by at most
-// one interval.
-func (k *keySet) refreshUnknownKID(ctx context.Context) {
+// Unknown kids. A token whose kid the snapshot lacks may announce a key
+// rotation, or be noise (a client of another realm, random kids). The rule:
+//
+//   - At most one unknown-kid fetch per interval (default 1 s) for the
+//     whole process; callers never wait on that budget: when it is spent
+//     they fail at once, and one fetch is scheduled for the end of the
+//     interval, so a rotated key is picked up within one interval however
+//     much noise arrives, and the provider sees at most one fetch per
+//     interval from this instance.
+//   - A kid that a completed fetch did not contain is remembered as absent
+//     for absentTTL (5 intervals): asking for it again spends nothing and
+//     schedules nothing. The memory is bounded (maxAbsent kids).
+//   - The caller that starts a fetch, or finds one under way, waits for it
+//     (bounded by the HTTP timeout and its own context), then looks again.
+const (
+	maxAbsent       = 4096
+	absentIntervals = 5
+)
+
+// unknownKID applies the rule above for kid and returns the key when the
+// key set, refetched or not, now holds it.
+func (k *keySet) unknownKID(ctx context.Context, kid string) (verifyKey, bool) {
+	now := time.Now()
 	k.mu.Lock()
+	if until, ok := k.absent[kid]; ok && now.Before(until) {
+		k.mu.Unlock()
+		k.skips.Add(1)
+		return verifyKey{}, false
+	}
 	f := k.flight
 	if f == nil {
-		now := time.Now()
-		if !k.lastUnknown.IsZero() && now.Sub(k.lastUnknown) < k.interval {
+		if since := now.Sub(k.lastUnknown); !k.lastUnknown.IsZero() && since < k.interval {
+			k.scheduleLocked(k.interval - since)
 			k.mu.Unlock()
 			k.skips.Add(1)
-			return
+			return verifyKey{}, false
 		}
 		k.lastUnknown = now
 		f = k.startLocked()
@@ -219,7 +263,64 @@ func (k *keySet) refreshUnknownKID(ctx context.Context) {
 	select {
 	case <-f.done:
 	case <-ctx.Done():
+		return verifyKey{}, false
 	}
+	if snap := k.current(); snap != nil {
+		if vk, ok := snap.byKID[kid]; ok {
+			return vk, true
+		}
+	}
+	if f.err == nil {
+		k.markAbsent(kid, time.Now())
+	}
+	return verifyKey{}, false
+}
+
+// scheduleLocked arranges one unknown-kid fetch after d, unless one is
+// already scheduled.
+func (k *keySet) scheduleLocked(d time.Duration) {
+	if k.deferred || k.closed {
+		return
+	}
+	k.deferred = true
+	time.AfterFunc(d, func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.deferred = false
+		now := time.Now()
+		if k.closed || k.flight != nil || now.Sub(k.lastUnknown) < k.interval {
+			return // closed, or another unknown-kid fetch took this slot
+		}
+		k.lastUnknown = now
+		k.startLocked()
+	})
+}
+
+// markAbsent remembers that kid was not in a fetched key set.
+func (k *keySet) markAbsent(kid string, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.absent == nil {
+		k.absent = make(map[string]time.Time)
+	}
+	if len(k.absent) >= maxAbsent {
+		for id, until := range k.absent {
+			if !now.Before(until) {
+				delete(k.absent, id)
+			}
+		}
+		if len(k.absent) >= maxAbsent {
+			return // a flood of distinct kids: they are refused all the same
+		}
+	}
+	k.absent[kid] = now.Add(absentIntervals * k.interval)
+}
+
+// close stops scheduling unknown-kid fetches.
+func (k *keySet) close() {
+	k.mu.Lock()
+	k.closed = true
+	k.mu.Unlock()
 }
 
 // fetch discovers the provider (once) and loads its JWKS.
@@ -268,6 +369,11 @@ func (k *keySet) fetchCtx(ctx context.Context) error {
 		s.gen = old.gen + 1
 	}
 	k.snap.Store(s)
+	if old != nil && old.gen != s.gen {
+		k.mu.Lock()
+		k.absent = nil // the new set may hold kids found absent before
+		k.mu.Unlock()
+	}
 	if old == nil || old.gen != s.gen {
 		k.log.Info("idp: key set loaded", "keys", len(s.all), "generation", s.gen)
 		if k.onChange != nil {

@@ -2,7 +2,6 @@ package idp
 
 import (
 	"errors"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -95,75 +94,70 @@ func checkTokenSyntax(tok string) (string, error) {
 }
 
 // Authenticate extracts and verifies the request's token and returns a
-// shallow copy of r whose context carries the identity (see UserFrom,
-// PayloadFrom, RawTokenFrom). Errors wrap ErrNoToken, ErrInvalidRequest,
-// ErrInvalidToken or ErrUnavailable; answer them with WriteError.
+// shallow copy of r whose context carries the Identity (see IdentityFrom,
+// UserFrom, PayloadFrom, RawTokenFrom). Errors wrap ErrNoToken,
+// ErrInvalidRequest, ErrInvalidToken or ErrUnavailable; answer them with
+// WriteError. Authorize does the same without touching the request, and
+// applies guards.
 func (p *Plugin) Authenticate(r *http.Request) (*http.Request, error) {
-	raw, err := p.TokenFromRequest(r)
-	if err != nil {
-		return r, err
+	v := p.Authorize(r)
+	if v.Identity == nil {
+		return r, v.Err
 	}
-	id, err := p.verify(r.Context(), raw)
-	if err != nil {
-		return r, err
-	}
-	return r.WithContext(withIdentity(r.Context(), id)), nil
+	return r.WithContext(NewContext(r.Context(), v.Identity)), nil
 }
 
 // Middleware requires a valid token on every request except those whose
-// path is in Config.ExcludedPaths (exact match), and passes the identity to
-// next in the request context.
+// path is in Config.ExcludedPaths (exact match) and, with IncludeRoutes,
+// those under AuthPrefix (the login routes must be reachable without a
+// token), and passes the Identity to next in the request context.
 func (p *Plugin) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, skip := p.excluded[r.URL.Path]; skip {
+		if p.skipsAuth(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		r2, err := p.Authenticate(r)
-		if err != nil {
-			p.WriteError(w, r, err)
+		v := p.Authorize(r)
+		if !v.Allowed() {
+			p.WriteVerdict(w, r, v)
 			return
 		}
-		next.ServeHTTP(w, r2)
+		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), v.Identity)))
 	})
 }
 
-// WriteError answers an error of Authenticate, Verify or a guard as RFC 6750
-// and RFC 9457 want it: 401 with WWW-Authenticate (error="invalid_token"
-// only when a token was sent), 400 invalid_request, 403 insufficient_scope,
-// 503 with Retry-After while the keys are unavailable. The body is
-// application/problem+json and never echoes the token. Unknown errors are
-// 500.
+// skipsAuth reports whether Middleware lets path through unauthenticated.
+func (p *Plugin) skipsAuth(path string) bool {
+	if _, skip := p.excluded[path]; skip {
+		return true
+	}
+	return p.OwnsPath(path)
+}
+
+// OwnsPath reports whether path belongs to the plugin's own routes (see
+// Routes): IncludeRoutes is on and path is AuthPrefix or below it
+// ("/auth", "/auth/login"; not "/authx").
+func (p *Plugin) OwnsPath(path string) bool {
+	return p.cfg.IncludeRoutes && isUnder(path, p.cfg.AuthPrefix)
+}
+
+// isUnder reports whether path is prefix itself or a path below it.
+func isUnder(path, prefix string) bool {
+	return path == prefix || (len(path) > len(prefix) && strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
+}
+
+// WriteError answers an error of Authenticate, Verify or a guard like
+// WriteVerdict(w, r, VerdictOf(err)). An error that is none of the
+// package's sentinels is logged and answered 500.
 func (p *Plugin) WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	realm := `Bearer realm="` + p.realmQuoted + `"`
-	h := w.Header()
-	switch {
-	case errors.Is(err, ErrNoToken):
-		h.Set("WWW-Authenticate", realm)
-		problem.Write(w, http.StatusUnauthorized, "a bearer token is required")
-	case errors.Is(err, ErrInvalidRequest):
-		h.Set("WWW-Authenticate", realm+`, error="invalid_request"`)
-		problem.Write(w, http.StatusBadRequest, "the request carries more than one token")
-	case errors.Is(err, ErrInvalidToken):
-		reason := Reason(err)
-		if reason == "" {
-			reason = "invalid token"
+	for _, e := range [...]error{ErrNoToken, ErrInvalidRequest, ErrInvalidToken, ErrForbidden, ErrUnavailable} {
+		if errors.Is(err, e) {
+			p.WriteVerdict(w, r, VerdictOf(err))
+			return
 		}
-		h.Set("WWW-Authenticate", realm+`, error="invalid_token", error_description="`+reason+`"`)
-		problem.Write(w, http.StatusUnauthorized, reason)
-	case errors.Is(err, ErrForbidden):
-		h.Set("WWW-Authenticate", realm+`, error="insufficient_scope"`)
-		problem.Write(w, http.StatusForbidden, "the token lacks a required role or scope")
-	case errors.Is(err, ErrUnavailable):
-		h.Set("Retry-After", "5")
-		problem.Write(w, http.StatusServiceUnavailable, "the identity provider's keys are not available yet")
-	default:
-		p.cfg.Logger.Error("idp: unexpected error", "error", err, "path", r.URL.Path)
-		problem.Write(w, http.StatusInternalServerError, "internal error")
 	}
-	if p.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) {
-		p.cfg.Logger.Debug("idp: request refused", "path", r.URL.Path, "error", err)
-	}
+	p.cfg.Logger.Error("idp: unexpected error", "error", err, "path", r.URL.Path)
+	problem.Write(w, http.StatusInternalServerError, "internal error")
 }
 
 // quoteRealm makes s safe inside a quoted-string of WWW-Authenticate.
@@ -182,4 +176,16 @@ func quoteRealm(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// CookieNames lists the cookies the plugin reads or sets: Config.CookieName
+// (the token cookie of TokenLocationCookie, which the login routes also
+// set) and, with IncludeRoutes, LoginStateCookie. A proxy in front of an
+// application keeps the application from setting or clearing them.
+func (p *Plugin) CookieNames() []string {
+	names := []string{p.cfg.CookieName}
+	if p.cfg.IncludeRoutes {
+		names = append(names, LoginStateCookie)
+	}
+	return names
 }

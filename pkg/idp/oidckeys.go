@@ -8,32 +8,23 @@ import (
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // oidcKeySet is an oidc.KeySet over the plugin's own key cache, so that ID
 // tokens in the login flow and access tokens are verified with the same
-// keys, fetched once, under the same unknown-kid refetch rule.
-type oidcKeySet struct {
-	p      *Plugin
-	parser *jwt.Parser
-}
+// keys, fetched once, selected by the same code (Plugin.selectKey) under
+// the same unknown-kid rule.
+type oidcKeySet struct{ p *Plugin }
 
 var _ oidc.KeySet = (*oidcKeySet)(nil)
 
-func newOIDCKeySet(p *Plugin) *oidcKeySet {
-	return &oidcKeySet{
-		p: p,
-		// Only the signature is checked here; go-oidc and the callback check
-		// the claims.
-		parser: jwt.NewParser(jwt.WithValidMethods(p.cfg.Algorithms), jwt.WithoutClaimsValidation()),
-	}
-}
+func newOIDCKeySet(p *Plugin) *oidcKeySet { return &oidcKeySet{p: p} }
 
-// VerifySignature checks the signature of the compact JWS raw with a key
-// of the provider's JWKS whose kid and algorithm fit, and returns the
-// payload. An unknown kid causes at most one (shared, rate-limited) refetch
-// of the key set, as for access tokens.
+// VerifySignature checks the signature of the compact JWS raw and returns
+// its payload. go-oidc and the callback check the claims; since go-oidc
+// reads them with encoding/json, which matches names case-insensitively,
+// a payload that spells one claim twice (exactly or in another case) is
+// refused here.
 func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
 	if len(raw) > k.p.cfg.MaxTokenBytes {
 		return nil, fmt.Errorf("idp: id token: %w", invalid("token too large", nil))
@@ -42,58 +33,29 @@ func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, e
 	if snap == nil {
 		return nil, ErrUnavailable
 	}
-	_, err := k.parser.Parse(raw, func(t *jwt.Token) (any, error) {
-		return k.keyFor(ctx, snap, t)
+	t, err := parseJWS(raw)
+	if err != nil {
+		return nil, fmt.Errorf("idp: id token: %w", err)
+	}
+	if _, err := k.p.verifySignature(ctx, snap, t); err != nil {
+		return nil, fmt.Errorf("idp: id token: %w", err)
+	}
+	seen := map[string]bool{}
+	err = eachMember(t.payload, func(name string, _ []byte) error {
+		folded := strings.ToLower(name)
+		if seen[folded] {
+			return invalid("duplicate claim "+name, nil)
+		}
+		seen[folded] = true
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("idp: id token: %w", classify(err))
-	}
-	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		return nil, fmt.Errorf("idp: id token: %w", invalid("malformed token", nil))
-	}
-	payload, err := k.parser.DecodeSegment(parts[1])
-	if err != nil {
-		return nil, fmt.Errorf("idp: id token: %w", invalid("malformed token", err))
-	}
-	return payload, nil
-}
-
-// keyFor picks the verification key for t from snap, refetching the key
-// set once when t's kid is unknown.
-func (k *oidcKeySet) keyFor(ctx context.Context, snap *keySnapshot, t *jwt.Token) (any, error) {
-	if _, ok := t.Header["crit"]; ok {
-		return nil, invalid("unsupported critical header", nil)
-	}
-	alg := t.Method.Alg()
-	kidv, hasKID := t.Header["kid"]
-	if !hasKID {
-		var set jwt.VerificationKeySet
-		for _, vk := range snap.all {
-			if algMatchesKey(alg, vk) {
-				set.Keys = append(set.Keys, vk.key)
-			}
+		if errors.Is(err, errJSON) {
+			err = invalid("malformed token", err)
 		}
-		if len(set.Keys) == 0 {
-			return nil, errUnknownKID
-		}
-		return set, nil
+		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
-	kid, ok := kidv.(string)
-	if !ok || kid == "" {
-		return nil, invalid("malformed kid header", nil)
-	}
-	vk, found := snap.byKID[kid]
-	if !found {
-		k.p.keys.refreshUnknownKID(ctx)
-		if vk, found = k.p.keys.current().byKID[kid]; !found {
-			return nil, errUnknownKID
-		}
-	}
-	if !algMatchesKey(alg, vk) {
-		return nil, invalid("algorithm does not match the key", nil)
-	}
-	return vk.key, nil
+	return t.payload, nil
 }
 
 // verifyIDToken checks an ID token: go-oidc's verifier checks the signature

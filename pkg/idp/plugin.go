@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -18,7 +19,8 @@ type Plugin struct {
 	cfg         Config
 	issuer      string
 	realmQuoted string
-	parser      *jwt.Parser
+	methods     map[string]jwt.SigningMethod // the configured algorithms
+	kf          keyfunc.Keyfunc              // key selection over keys (see selectKey)
 	keys        *keySet
 	cache       *tokenCache
 	audiences   map[string]struct{}
@@ -54,7 +56,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		cfg:         cfg,
 		issuer:      issuer,
 		realmQuoted: quoteRealm(cfg.Realm),
-		parser:      newParser(cfg, issuer),
+		methods:     signingMethods(cfg.Algorithms),
 		cache:       newTokenCache(cfg.VerifiedCacheSize),
 		audiences:   make(map[string]struct{}, 1+len(cfg.OptionalAudiences)),
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
@@ -83,6 +85,11 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		interval: cfg.UnknownKIDRefreshInterval,
 		log:      cfg.Logger,
 	}
+	kf, err := newKeyfunc(p.keys)
+	if err != nil {
+		return nil, err
+	}
+	p.kf = kf
 	p.keys.onChange = func() {
 		if s := p.keys.current(); s != nil {
 			p.cache.reset(s.gen)
@@ -164,6 +171,7 @@ type Stats struct {
 // keys already loaded.
 func (p *Plugin) Close() error {
 	p.stopOnce.Do(func() {
+		p.keys.close()
 		p.stop()
 		<-p.stopped
 	})

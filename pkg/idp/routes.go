@@ -344,7 +344,7 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.cfg.Logger.Info("idp: login completed", "sub", id.payload.Subject)
+	a.cfg.Logger.Info("idp: login completed", "sub", id.Payload.Subject)
 	a.writeTokens(w, r, tok, rawID, st.ReturnTo)
 }
 
@@ -418,7 +418,7 @@ func (a *authRoutes) logout(w http.ResponseWriter, r *http.Request) {
 
 // checkAccessToken verifies a freshly issued access token as Middleware
 // would, so that the routes never hand out a token this service refuses.
-func (a *authRoutes) checkAccessToken(ctx context.Context, w http.ResponseWriter, raw string) (*identity, bool) {
+func (a *authRoutes) checkAccessToken(ctx context.Context, w http.ResponseWriter, raw string) (*Identity, bool) {
 	id, err := a.p.verify(ctx, raw)
 	switch {
 	case err == nil:

@@ -19,7 +19,7 @@ import (
 // audiences.
 func ExamplePlugin_ClientCredentials() {
 	provider, err := idptest.Start(idptest.Options{ // your Keycloak in production
-		Clients: []idptest.Client{{ID: "svc-reporter", Secret: "reporter-secret"}},
+		Clients: []idptest.Client{{ID: "svc-reporter", Secret: "reporter-secret", ServiceAccount: true}},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
-var reporter = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"reader"}}
+var reporter = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"reader"}, ServiceAccount: true}
 
 // TestClientCredentials: the service token is obtained once, reused, and
 // accepted by a service that lists the client as an optional audience.

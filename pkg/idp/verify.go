@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -12,20 +13,24 @@ import (
 // refetch it may cause.
 var errUnknownKID = errors.New("unknown signing key")
 
-// Verify checks raw as an access token of the realm: size, signature with a
-// key of the provider's JWKS, algorithm, issuer, exp (required), nbf and
-// iat, token type, and the audience rule. It returns the verified claims,
-// or an error wrapping ErrNoToken (raw is empty), ErrInvalidToken, or
-// ErrUnavailable (the keys are not loaded yet).
+// Verify checks raw as an access token of the realm: size, canonical
+// compact form, signature with a key of the provider's JWKS, algorithm,
+// issuer, exp (required), nbf and iat, token type, and the audience rule.
+// It returns the verified claims, or an error wrapping ErrNoToken (raw is
+// empty), ErrInvalidToken, or ErrUnavailable (the keys are not loaded
+// yet).
 func (p *Plugin) Verify(ctx context.Context, raw string) (*TokenPayload, error) {
 	id, err := p.verify(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
-	return id.payload, nil
+	return id.Payload, nil
 }
 
-func (p *Plugin) verify(ctx context.Context, raw string) (*identity, error) {
+// verify is Verify's path: a cache hit costs a hash and a map look-up; a
+// miss costs one parse of the token (claims decoded once, exact names),
+// the signature check and the claim rules.
+func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 	if raw == "" {
 		return nil, ErrNoToken
 	}
@@ -40,82 +45,93 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*identity, error) {
 	if id := p.cache.get(raw, now, snap.gen); id != nil {
 		return id, nil
 	}
-
-	var c claims
-	used := snap // the snapshot whose key verified the token
-	tok, err := p.parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
-		var key any
-		var err error
-		key, used, err = p.keyFor(ctx, snap, t)
-		return key, err
-	})
+	t, err := parseJWS(raw)
 	if err != nil {
-		return nil, classify(err)
-	}
-	if err := p.checkClaims(&c, isATJWT(tok.Header)); err != nil {
 		return nil, err
 	}
-	id := &identity{raw: raw, payload: c.payload(), user: c.user()}
-	p.cache.put(raw, id, c.ExpiresAt.Time, now, used.gen)
+	if t.typ != "" {
+		switch strings.TrimPrefix(strings.ToLower(t.typ), "application/") {
+		case "jwt", "at+jwt":
+		default:
+			return nil, invalid("not an access token", nil)
+		}
+	}
+	used, err := p.verifySignature(ctx, snap, t)
+	if err != nil {
+		return nil, err
+	}
+	c, err := decodeClaims(t.payload)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkTimes(c, now); err != nil {
+		return nil, err
+	}
+	if err := p.checkClaims(c, t.isATJWT()); err != nil {
+		return nil, err
+	}
+	id := &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
+	p.cache.put(raw, id, numericTime(c.exp), now, used.gen)
 	return id, nil
 }
 
-// keyFor is the jwt.Keyfunc: it picks the verification key for t. The
-// parser has already checked that t's alg is one of Config.Algorithms.
-func (p *Plugin) keyFor(ctx context.Context, snap *keySnapshot, t *jwt.Token) (any, *keySnapshot, error) {
-	if _, ok := t.Header["crit"]; ok {
-		return nil, snap, invalid("unsupported critical header", nil)
+// verifySignature checks t's signature with the key the header selects
+// (see selectKey), for access tokens and ID tokens alike. It returns the
+// snapshot the key came from.
+func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *jws) (*keySnapshot, error) {
+	method, ok := p.methods[t.alg]
+	if !ok {
+		return snap, invalid("unsupported algorithm", nil)
 	}
-	if typ, ok := t.Header["typ"]; ok {
-		s, _ := typ.(string)
-		switch strings.ToLower(strings.TrimPrefix(strings.ToLower(s), "application/")) {
-		case "jwt", "at+jwt":
-		default:
-			return nil, snap, invalid("not an access token", nil)
-		}
+	key, snap, err := p.selectKey(ctx, snap, t)
+	if err != nil {
+		return snap, err
 	}
-	alg := t.Method.Alg()
-	kidv, hasKID := t.Header["kid"]
-	if !hasKID {
-		// No kid: offer the parser every key that fits the algorithm.
-		var set jwt.VerificationKeySet
-		for _, k := range snap.all {
-			if algMatchesKey(alg, k) {
-				set.Keys = append(set.Keys, k.key)
+	if set, ok := key.(jwt.VerificationKeySet); ok {
+		for _, k := range set.Keys {
+			if method.Verify(t.signingInput, t.sig, k) == nil {
+				return snap, nil
 			}
 		}
-		if len(set.Keys) == 0 {
-			return nil, snap, errUnknownKID
-		}
-		return set, snap, nil
+		return snap, invalid("invalid signature", nil)
 	}
-	kid, ok := kidv.(string)
-	if !ok || kid == "" {
-		return nil, snap, invalid("malformed kid header", nil)
+	if err := method.Verify(t.signingInput, t.sig, key); err != nil {
+		return snap, invalid("invalid signature", err)
 	}
-	k, found := snap.byKID[kid]
-	if !found {
-		// Possibly a key rotation: one refetch (shared and rate-limited),
-		// then one more look.
-		p.keys.refreshUnknownKID(ctx)
-		snap = p.keys.current()
-		if k, found = snap.byKID[kid]; !found {
-			return nil, snap, errUnknownKID
-		}
-	}
-	if !algMatchesKey(alg, k) {
-		return nil, snap, invalid("algorithm does not match the key", nil)
-	}
-	return k.key, snap, nil
+	return snap, nil
 }
 
-// checkClaims applies the rules the JWT parser does not know: token type
-// and the audience rule. atJWT tells that the header declared an RFC 9068
-// access token (typ "at+jwt").
+// checkTimes applies exp (required), nbf and iat with the leeway.
+func (p *Plugin) checkTimes(c *claims, now time.Time) error {
+	leeway := p.cfg.Leeway
+	if !c.hasExp {
+		return invalid("missing required claim exp", nil)
+	}
+	if now.After(numericTime(c.exp).Add(leeway)) {
+		return invalid("token expired", nil)
+	}
+	if c.hasNbf && now.Before(numericTime(c.nbf).Add(-leeway)) {
+		return invalid("token not yet valid", nil)
+	}
+	if c.hasIat && now.Before(numericTime(c.iat).Add(-leeway)) {
+		return invalid("token not yet valid (issued in the future)", nil)
+	}
+	return nil
+}
+
+// checkClaims applies the rules on the issuer, the token type and the
+// audience. atJWT tells that the header declared an RFC 9068 access token
+// (typ "at+jwt").
 func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
+	if c.Issuer == "" {
+		return invalid("missing required claim iss", nil)
+	}
+	if c.Issuer != p.issuer {
+		return invalid("wrong issuer", nil)
+	}
 	// Keycloak marks its tokens: "Bearer" for access tokens, "ID", "Refresh",
 	// "Offline", "Logout" for the others, none of which may pass here.
-	if c.Typ != "" && !strings.EqualFold(string(c.Typ), "Bearer") {
+	if c.Typ != "" && !strings.EqualFold(c.Typ, "Bearer") {
 		return invalid("not an access token", nil)
 	}
 	// Most other providers leave typ out, and an ID token's aud is the
@@ -123,7 +139,7 @@ func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
 	// are recognised by what only they carry: at_hash or c_hash, or a
 	// nonce in a token that declares no type at all. (Keycloak's access
 	// tokens may carry the login's nonce, but always with typ "Bearer".)
-	if c.AtHash != nil || c.CHash != nil || (c.Nonce != nil && c.Typ == "" && !atJWT) {
+	if c.atHash || c.cHash || (c.nonce && c.Typ == "" && !atJWT) {
 		return invalid("not an access token (an ID token)", nil)
 	}
 	if c.Subject == "" {
@@ -133,13 +149,6 @@ func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
 		return invalid("token not intended for this service", nil)
 	}
 	return nil
-}
-
-// isATJWT reports whether a JOSE header declares an RFC 9068 JWT access
-// token.
-func isATJWT(h map[string]any) bool {
-	s, _ := h["typ"].(string)
-	return strings.EqualFold(strings.TrimPrefix(strings.ToLower(s), "application/"), "at+jwt")
 }
 
 // audienceOK is the specification's audience rule (§5.4–5.6): aud (string
@@ -152,48 +161,20 @@ func (p *Plugin) audienceOK(c *claims) bool {
 		}
 	}
 	if c.AZP != "" {
-		if _, ok := p.audiences[string(c.AZP)]; ok {
+		if _, ok := p.audiences[c.AZP]; ok {
 			return true
 		}
 	}
 	return false
 }
 
-// classify maps parser errors onto our sentinels with a client-safe reason.
-func classify(err error) error {
-	var te *tokenError
-	switch {
-	case errors.As(err, &te):
-		return te
-	case errors.Is(err, ErrUnavailable):
-		return ErrUnavailable
-	case errors.Is(err, errUnknownKID):
-		return invalid("unknown signing key", err)
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return invalid("token expired", err)
-	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
-		return invalid("token not yet valid", err)
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return invalid("missing required claim", err)
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return invalid("wrong issuer", err)
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
-		return invalid("invalid signature", err)
-	case errors.Is(err, jwt.ErrTokenUnverifiable):
-		return invalid("unsupported algorithm or key", err)
-	default:
-		return invalid("malformed token", err)
+// signingMethods returns the JWS verifiers of the configured algorithms.
+func signingMethods(algs []string) map[string]jwt.SigningMethod {
+	m := make(map[string]jwt.SigningMethod, len(algs))
+	for _, a := range algs {
+		if sm := jwt.GetSigningMethod(a); sm != nil && supportedAlgorithms[a] {
+			m[a] = sm
+		}
 	}
-}
-
-// newParser builds the JWT parser for cfg; it is safe for concurrent use.
-func newParser(cfg Config, issuer string) *jwt.Parser {
-	return jwt.NewParser(
-		jwt.WithValidMethods(cfg.Algorithms),
-		jwt.WithIssuer(issuer),
-		jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithLeeway(cfg.Leeway),
-		jwt.WithTimeFunc(cfg.Now),
-	)
+	return m
 }

@@ -85,28 +85,29 @@ func BenchmarkProxy(b *testing.B) {
 	b.Cleanup(upstream.Close)
 	target, _ := url.Parse(upstream.URL)
 
+	tr1, _ := newTransport(DefaultConfig().withDefaults().Upstream)
+	tr2, _ := newTransport(DefaultConfig().withDefaults().Upstream)
 	bare := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
 		},
-		Transport: newTransport(DefaultConfig().withDefaults().Upstream),
+		Transport: tr1,
 	}
 	// The same with the 32 KiB copy buffers pooled, as idp-proxy does.
 	pooled := &httputil.ReverseProxy{
 		Rewrite:    bare.Rewrite,
-		Transport:  newTransport(DefaultConfig().withDefaults().Upstream),
+		Transport:  tr2,
 		BufferPool: newBufferPool(),
 	}
-	cfg := DefaultConfig()
+	cfg := testSetup{Config: DefaultConfig()}
 	cfg.Upstream.URL = upstream.URL
 	cfg.IDP.ServerURL, cfg.IDP.Realm, cfg.IDP.ClientID = idpSrv.URL, idpSrv.Realm, "shortener"
 	cfg.Routes = realisticRoutes
-	p, err := New(context.Background(), cfg, Options{})
+	p, err := newProxy(b, cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = p.Close() })
 	if err := p.Plugin().WaitReady(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -166,11 +167,10 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		BufferPool: newBufferPool(),
 	}
 	cfg := testConfig(idpSrv, target.String())
-	p, err := New(context.Background(), cfg, Options{Transport: tr})
+	p, err := newProxy(b, cfg, Options{Transport: tr})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = p.Close() })
 	if err := p.Plugin().WaitReady(context.Background()); err != nil {
 		b.Fatal(err)
 	}

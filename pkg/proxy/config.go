@@ -3,39 +3,34 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"os"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
-// Config is the proxy's configuration: the YAML file's shape, section for
-// section (see config.example.yaml at the repository root). Start from
-// DefaultConfig, or use Load. New fills zero durations, sizes and
-// addresses with their defaults; strings whose empty value has a meaning
-// (header names: "" disables the header) and booleans are taken as given.
+// Config is what the proxy itself uses: the upstream, the rules, the
+// default policy, the identity headers and the body limit. The identity
+// provider is configured on the *idp.Plugin given to New; listeners, TLS
+// and logging belong to the program that serves the proxy (cmd/idp-proxy
+// reads them all from one YAML file). Start from DefaultConfig; New fills
+// zero durations and sizes with their defaults, while strings whose empty
+// value has a meaning (header names: "" disables the header) and booleans
+// are taken as given.
+//
+// The mapstructure and yaml tags give each field its key in idp-proxy's
+// configuration file.
 type Config struct {
-	// Listen is the proxy's listen address. ["127.0.0.1:4180"]
-	Listen string `mapstructure:"listen"`
-	// MetricsListen is the address of the operations listener (/healthz,
-	// /readyz, /metrics); "" disables it. ["127.0.0.1:9180"]
-	MetricsListen string `mapstructure:"metrics_listen"`
-
 	Upstream UpstreamConfig `mapstructure:"upstream"`
-	IDP      IDPConfig      `mapstructure:"idp"`
 	// Routes are the rules, matched as http.ServeMux patterns.
 	Routes []RouteConfig `mapstructure:"routes"`
 	// DefaultPolicy applies to requests no rule matches: "authenticated"
 	// (any valid token) or "deny" (403). ["authenticated"]
-	DefaultPolicy string `mapstructure:"default_policy"`
-
-	Headers HeadersConfig `mapstructure:"headers"`
-	Server  ServerConfig  `mapstructure:"server"`
-	TLS     TLSConfig     `mapstructure:"tls"`
-	Log     LogConfig     `mapstructure:"log"`
+	DefaultPolicy string        `mapstructure:"default_policy"`
+	Headers       HeadersConfig `mapstructure:"headers"`
+	// MaxBodyBytes bounds request bodies (413 beyond); negative means
+	// unlimited. [10 MiB] (server.max_body_bytes in idp-proxy's file)
+	MaxBodyBytes int64
 }
 
 // UpstreamConfig says where requests go.
@@ -48,29 +43,14 @@ type UpstreamConfig struct {
 	Timeout time.Duration `mapstructure:"timeout"`
 	// MaxIdleConnsPerHost sizes the keep-alive pool to the upstream. [64]
 	MaxIdleConnsPerHost int `mapstructure:"max_idle_conns_per_host"`
-}
-
-// IDPConfig holds every idp.Config option under its specification name.
-type IDPConfig struct {
-	ServerURL         string        `mapstructure:"server_url"`
-	Realm             string        `mapstructure:"realm"`
-	ClientID          string        `mapstructure:"client_id"`
-	ClientSecret      string        `mapstructure:"client_secret"`
-	ClientSecretFile  string        `mapstructure:"client_secret_file"`
-	TokenLocation     string        `mapstructure:"token_location"` // header|cookie ["header"]
-	CookieName        string        `mapstructure:"cookie_name"`    // ["access_token"]
-	IncludeRoutes     bool          `mapstructure:"include_routes"`
-	RedirectURI       string        `mapstructure:"redirect_uri"`
-	AuthPrefix        string        `mapstructure:"auth_prefix"` // ["/auth"]
-	SessionSecret     string        `mapstructure:"session_secret"`
-	SessionSecretFile string        `mapstructure:"session_secret_file"`
-	ExcludedPaths     []string      `mapstructure:"excluded_paths"`
-	Audience          string        `mapstructure:"audience"` // [client_id]
-	OptionalAudiences []string      `mapstructure:"optional_audiences"`
-	JWKSCacheTTL      time.Duration `mapstructure:"jwks_cache_ttl"` // [1h]
-	Algorithms        []string      `mapstructure:"algorithms"`     // [RS256]
-	HTTPTimeout       time.Duration `mapstructure:"http_timeout"`   // [10s]
-	Leeway            time.Duration `mapstructure:"leeway"`         // [10s]; 0 = none
+	// CAFile is a PEM file of the certificate authorities an https
+	// upstream's certificate is checked against. [the system's roots]
+	CAFile string `mapstructure:"ca_file"`
+	// ClientCertFile and ClientKeyFile are a PEM certificate and key the
+	// proxy presents to an https upstream that asks for one (mutual
+	// TLS). Set both or neither. [none]
+	ClientCertFile string `mapstructure:"client_cert_file"`
+	ClientKeyFile  string `mapstructure:"client_key_file"`
 }
 
 // RouteConfig is one rule. With none of Public, Roles, ClientRoles and
@@ -116,35 +96,8 @@ type HeadersConfig struct {
 	TrustForwarded bool `mapstructure:"trust_forwarded"`
 }
 
-// ServerConfig bounds the proxy's listeners.
-type ServerConfig struct {
-	ReadHeaderTimeout time.Duration `mapstructure:"read_header_timeout"` // [5s]
-	ReadTimeout       time.Duration `mapstructure:"read_timeout"`        // [30s]
-	WriteTimeout      time.Duration `mapstructure:"write_timeout"`       // [60s]
-	IdleTimeout       time.Duration `mapstructure:"idle_timeout"`        // [120s]
-	MaxHeaderBytes    int           `mapstructure:"max_header_bytes"`    // [32768]
-	// MaxBodyBytes bounds request bodies (413 beyond); negative means
-	// unlimited. [10 MiB]
-	MaxBodyBytes    int64         `mapstructure:"max_body_bytes"`
-	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"` // [25s]
-}
-
-// TLSConfig enables HTTPS on the proxy listener when both files are set.
-type TLSConfig struct {
-	CertFile string `mapstructure:"cert_file"`
-	KeyFile  string `mapstructure:"key_file"`
-}
-
-// LogConfig selects the log output of cmd/idp-proxy.
-type LogConfig struct {
-	Format string `mapstructure:"format"` // json|text ["json"]
-	Level  string `mapstructure:"level"`  // debug|info|warn|error ["info"]
-}
-
 // Default values.
 const (
-	DefaultListen              = "127.0.0.1:4180"
-	DefaultMetricsListen       = "127.0.0.1:9180"
 	DefaultUpstreamTimeout     = 30 * time.Second
 	DefaultMaxIdleConnsPerHost = 64
 	DefaultMaxBodyBytes        = 10 << 20
@@ -157,24 +110,12 @@ const (
 )
 
 // DefaultConfig returns the configuration with every default set. The
-// upstream URL and the idp section's server_url, realm and client_id have
-// none.
+// upstream URL has none.
 func DefaultConfig() Config {
 	return Config{
-		Listen:        DefaultListen,
-		MetricsListen: DefaultMetricsListen,
 		Upstream: UpstreamConfig{
 			Timeout:             DefaultUpstreamTimeout,
 			MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
-		},
-		IDP: IDPConfig{
-			TokenLocation: "header",
-			CookieName:    idp.DefaultCookieName,
-			AuthPrefix:    idp.DefaultAuthPrefix,
-			JWKSCacheTTL:  idp.DefaultJWKSCacheTTL,
-			Algorithms:    []string{"RS256"},
-			HTTPTimeout:   idp.DefaultHTTPTimeout,
-			Leeway:        idp.DefaultLeeway,
 		},
 		DefaultPolicy: PolicyAuthenticated,
 		Headers: HeadersConfig{
@@ -184,60 +125,31 @@ func DefaultConfig() Config {
 			Email:             DefaultEmailHeader,
 			Roles:             DefaultRolesHeader,
 		},
-		Server: ServerConfig{
-			ReadHeaderTimeout: 5 * time.Second,
-			ReadTimeout:       30 * time.Second,
-			WriteTimeout:      60 * time.Second,
-			IdleTimeout:       120 * time.Second,
-			MaxHeaderBytes:    32 << 10,
-			MaxBodyBytes:      DefaultMaxBodyBytes,
-			ShutdownTimeout:   25 * time.Second,
-		},
-		Log: LogConfig{Format: "json", Level: "info"},
+		MaxBodyBytes: DefaultMaxBodyBytes,
 	}
 }
 
 // withDefaults fills zero fields whose zero value has no meaning.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	setStr := func(p *string, def string) {
-		if *p == "" {
-			*p = def
-		}
+	if c.Upstream.Timeout == 0 {
+		c.Upstream.Timeout = d.Upstream.Timeout
 	}
-	setDur := func(p *time.Duration, def time.Duration) {
-		if *p == 0 {
-			*p = def
-		}
-	}
-	setStr(&c.Listen, d.Listen)
-	setDur(&c.Upstream.Timeout, d.Upstream.Timeout)
 	if c.Upstream.MaxIdleConnsPerHost == 0 {
 		c.Upstream.MaxIdleConnsPerHost = d.Upstream.MaxIdleConnsPerHost
 	}
-	setStr(&c.IDP.TokenLocation, d.IDP.TokenLocation)
-	setStr(&c.IDP.AuthPrefix, d.IDP.AuthPrefix)
-	setStr(&c.DefaultPolicy, d.DefaultPolicy)
-	setDur(&c.Server.ReadHeaderTimeout, d.Server.ReadHeaderTimeout)
-	setDur(&c.Server.ReadTimeout, d.Server.ReadTimeout)
-	setDur(&c.Server.WriteTimeout, d.Server.WriteTimeout)
-	setDur(&c.Server.IdleTimeout, d.Server.IdleTimeout)
-	setDur(&c.Server.ShutdownTimeout, d.Server.ShutdownTimeout)
-	if c.Server.MaxHeaderBytes == 0 {
-		c.Server.MaxHeaderBytes = d.Server.MaxHeaderBytes
+	if c.DefaultPolicy == "" {
+		c.DefaultPolicy = d.DefaultPolicy
 	}
-	if c.Server.MaxBodyBytes == 0 {
-		c.Server.MaxBodyBytes = d.Server.MaxBodyBytes
-	}
-	setStr(&c.Log.Format, d.Log.Format)
-	setStr(&c.Log.Level, d.Log.Level)
 	c.DefaultPolicy = strings.ToLower(c.DefaultPolicy)
-	c.IDP.AuthPrefix = "/" + strings.Trim(c.IDP.AuthPrefix, "/")
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = d.MaxBodyBytes
+	}
 	return c
 }
 
-// validate reports the problems of c that idp.New and the rule compiler do
-// not see. Every error is prefixed "proxy: " and names its key.
+// validate reports the problems of c that the rule compiler does not see.
+// Every error is prefixed "proxy: " and names its key.
 func (c Config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -247,6 +159,10 @@ func (c Config) validate() error {
 		bad("upstream.url is required")
 	} else if u, err := url.Parse(c.Upstream.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		bad("upstream.url %q: want http(s)://host[:port][/path], without user info, query or fragment", c.Upstream.URL)
+	} else if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			bad("upstream.url %q: port %q is not a TCP port (1-65535)", c.Upstream.URL, p)
+		}
 	}
 	if c.Upstream.Timeout < 0 {
 		bad("upstream.timeout must not be negative, got %s", c.Upstream.Timeout)
@@ -254,132 +170,14 @@ func (c Config) validate() error {
 	if c.Upstream.MaxIdleConnsPerHost < 0 {
 		bad("upstream.max_idle_conns_per_host must not be negative, got %d", c.Upstream.MaxIdleConnsPerHost)
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen %q: want host:port (%v)", c.Listen, err)
-	}
-	if c.MetricsListen != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
-			bad("metrics_listen %q: want host:port, or \"\" to disable (%v)", c.MetricsListen, err)
-		} else if _, port, _ := net.SplitHostPort(c.Listen); c.MetricsListen == c.Listen && port != "0" {
-			bad("metrics_listen must differ from listen (%s)", c.Listen)
-		}
+	if (c.Upstream.ClientCertFile == "") != (c.Upstream.ClientKeyFile == "") {
+		bad("upstream.client_cert_file and upstream.client_key_file go together: set both or neither")
 	}
 	switch c.DefaultPolicy {
 	case PolicyAuthenticated, PolicyDeny:
 	default:
 		bad("default_policy %q: want authenticated or deny", c.DefaultPolicy)
 	}
-	switch strings.ToLower(c.IDP.TokenLocation) {
-	case "header", "cookie":
-	default:
-		bad("idp.token_location %q: want header or cookie", c.IDP.TokenLocation)
-	}
-	if c.IDP.ClientSecret != "" && c.IDP.ClientSecretFile != "" {
-		bad("idp.client_secret and idp.client_secret_file are exclusive: set one")
-	}
-	if c.IDP.SessionSecret != "" && c.IDP.SessionSecretFile != "" {
-		bad("idp.session_secret and idp.session_secret_file are exclusive: set one")
-	}
-	if c.IDP.Leeway < 0 {
-		bad("idp.leeway must not be negative, got %s", c.IDP.Leeway)
-	}
-	for _, p := range c.IDP.ExcludedPaths {
-		if reason := checkPath(p); reason != "" {
-			bad("idp.excluded_paths: %q: %s", p, reason)
-		}
-	}
-	if reason := checkPath(c.IDP.AuthPrefix); reason != "" {
-		bad("idp.auth_prefix %q: %s", c.IDP.AuthPrefix, reason)
-	} else if c.IDP.IncludeRoutes && c.IDP.AuthPrefix == "/" {
-		bad("idp.auth_prefix must not be \"/\" when include_routes is true: it would hide the upstream")
-	}
 	errs = append(errs, c.Headers.validate()...)
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		bad("tls.cert_file and tls.key_file go together: set both or neither")
-	}
-	switch strings.ToLower(c.Log.Format) {
-	case "json", "text":
-	default:
-		bad("log.format %q: want json or text", c.Log.Format)
-	}
-	switch strings.ToLower(c.Log.Level) {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level %q: want debug, info, warn or error", c.Log.Level)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"server.read_header_timeout", c.Server.ReadHeaderTimeout},
-		{"server.read_timeout", c.Server.ReadTimeout},
-		{"server.write_timeout", c.Server.WriteTimeout},
-		{"server.idle_timeout", c.Server.IdleTimeout},
-		{"server.shutdown_timeout", c.Server.ShutdownTimeout},
-	} {
-		if d.v < 0 {
-			bad("%s must not be negative, got %s", d.name, d.v)
-		}
-	}
-	if c.Server.MaxHeaderBytes < 0 {
-		bad("server.max_header_bytes must not be negative, got %d", c.Server.MaxHeaderBytes)
-	}
 	return errors.Join(errs...)
-}
-
-// PluginConfig translates the idp section into an idp.Config, reading the
-// secret files. Logger, HTTPClient and the other Go-only fields are left
-// for the caller.
-func (c Config) PluginConfig() (idp.Config, error) {
-	secret, err := secretValue("idp.client_secret", c.IDP.ClientSecret, c.IDP.ClientSecretFile)
-	if err != nil {
-		return idp.Config{}, err
-	}
-	session, err := secretValue("idp.session_secret", c.IDP.SessionSecret, c.IDP.SessionSecretFile)
-	if err != nil {
-		return idp.Config{}, err
-	}
-	leeway := c.IDP.Leeway
-	if leeway == 0 {
-		leeway = -1 // explicitly none: idp reads 0 as "default"
-	}
-	ic := idp.Config{
-		ServerURL:         c.IDP.ServerURL,
-		Realm:             c.IDP.Realm,
-		ClientID:          c.IDP.ClientID,
-		ClientSecret:      secret,
-		TokenLocation:     idp.TokenLocation(strings.ToUpper(c.IDP.TokenLocation)),
-		CookieName:        c.IDP.CookieName,
-		IncludeRoutes:     c.IDP.IncludeRoutes,
-		RedirectURI:       c.IDP.RedirectURI,
-		AuthPrefix:        c.IDP.AuthPrefix,
-		ExcludedPaths:     c.IDP.ExcludedPaths,
-		Audience:          c.IDP.Audience,
-		OptionalAudiences: c.IDP.OptionalAudiences,
-		JWKSCacheTTL:      c.IDP.JWKSCacheTTL,
-		Algorithms:        c.IDP.Algorithms,
-		HTTPTimeout:       c.IDP.HTTPTimeout,
-		Leeway:            leeway,
-	}
-	if session != "" {
-		ic.SessionSecret = []byte(session)
-	}
-	return ic, nil
-}
-
-// secretValue returns the inline value, or the content of file with
-// trailing newlines removed.
-func secretValue(name, inline, file string) (string, error) {
-	if file == "" {
-		return inline, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("proxy: %s_file: %w", name, err)
-	}
-	s := strings.TrimRight(string(b), "\r\n")
-	if s == "" {
-		return "", fmt.Errorf("proxy: %s_file %s is empty", name, file)
-	}
-	return s, nil
 }

@@ -18,11 +18,10 @@ func TestDecisionsGolden(t *testing.T) {
 	tr := &countingTransport{}
 	cfg := testConfig(idpSrv, "http://upstream.invalid")
 	cfg.IDP.ExcludedPaths = []string{"/favicon.ico"}
-	p, err := New(context.Background(), cfg, Options{Transport: tr})
+	p, err := newProxy(t, cfg, Options{Transport: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
 	if err := p.Plugin().WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +62,8 @@ func TestDecisionsGolden(t *testing.T) {
 		}
 		rec := httptest.NewRecorder()
 		before := tr.n.Load()
-		rl, dec, _ := p.serve(rec, r)
+		v := p.serve(rec, r)
+		rl, dec := v.rule, v.dec
 		fwd := "-"
 		if tr.n.Load() > before {
 			fwd = "forwarded"
@@ -89,11 +89,10 @@ func TestDecisionsGolden(t *testing.T) {
 func TestDecide(t *testing.T) {
 	idpSrv := newProvider(t)
 	tr := &countingTransport{}
-	p, err := New(context.Background(), testConfig(idpSrv, "http://upstream.invalid"), Options{Transport: tr})
+	p, err := newProxy(t, testConfig(idpSrv, "http://upstream.invalid"), Options{Transport: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
 	if err := p.Plugin().WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -54,24 +54,23 @@ func TestEndToEndShortener(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxyURL := "http://" + ln.Addr().String()
-	cfg := DefaultConfig()
+	cfg := testSetup{Config: DefaultConfig()}
 	cfg.Upstream.URL = upstream.URL
 	cfg.IDP.ServerURL, cfg.IDP.Realm, cfg.IDP.ClientID = idpSrv.URL, idpSrv.Realm, "shortener"
 	cfg.IDP.ClientSecret = shortenerClient.Secret
 	cfg.IDP.OptionalAudiences = []string{"svc-reporter"}
 	cfg.IDP.IncludeRoutes = true
 	cfg.IDP.RedirectURI = proxyURL + "/auth/callback"
-	cfg.IDP.SessionSecret = strings.Repeat("s", 32)
+	cfg.IDP.SessionSecret = []byte(strings.Repeat("s", 32))
 	cfg.Routes = []RouteConfig{
 		{Match: "GET /health", Public: true},
 		{Match: "GET /{code}", Public: true},
 		{Match: "POST /shorten", Roles: []string{"creator"}},
 	}
-	p, err := New(context.Background(), cfg, Options{})
+	p, err := newProxy(t, cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
 	if err := p.Plugin().WaitReady(context.Background()); err != nil {
 		t.Fatal(err)
 	}

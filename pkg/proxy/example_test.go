@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
@@ -23,19 +24,26 @@ func Example() {
 	}))
 	defer upstream.Close()
 
-	cfg := proxy.DefaultConfig() // or proxy.Load("config.yaml", proxy.LoadOptions{Env: os.Environ()})
+	// The caller builds the plugin (the identity provider's side) ...
+	plugin, err := idp.New(context.Background(), idp.Config{
+		ServerURL: provider.URL, Realm: provider.Realm, ClientID: "shortener",
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer plugin.Close()
+	// ... and the proxy judges requests with it.
+	cfg := proxy.DefaultConfig()
 	cfg.Upstream.URL = upstream.URL
-	cfg.IDP.ServerURL, cfg.IDP.Realm, cfg.IDP.ClientID = provider.URL, provider.Realm, "shortener"
 	cfg.Routes = []proxy.RouteConfig{
 		{Match: "GET /health", Public: true},
 		{Match: "POST /shorten", Roles: []string{"creator"}},
 	}
-	p, err := proxy.New(context.Background(), cfg, proxy.Options{})
+	p, err := proxy.New(plugin, cfg, proxy.Options{})
 	if err != nil {
 		panic(err)
 	}
-	defer p.Close()
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := plugin.WaitReady(context.Background()); err != nil {
 		panic(err)
 	}
 	srv := httptest.NewServer(p) // in production: cmd/idp-proxy serve

@@ -86,19 +86,21 @@ func TestStripCookie(t *testing.T) {
 }
 
 func TestRulesUnderAuthPrefixAreErrors(t *testing.T) {
-	c := validConfig()
+	c := testSetup{Config: DefaultConfig()}
+	c.Upstream.URL = "http://127.0.0.1:8000"
+	c.IDP.ServerURL, c.IDP.Realm, c.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
 	c.IDP.IncludeRoutes = true
 	c.IDP.RedirectURI = "http://127.0.0.1:4180/auth/callback"
-	c.IDP.SessionSecret = strings.Repeat("s", 32)
+	c.IDP.SessionSecret = []byte(strings.Repeat("s", 32))
 	c.Routes = []RouteConfig{{Match: "GET /auth/login", Public: true}, {Match: "/authors/", Public: true}}
 	c.IDP.ExcludedPaths = []string{"/auth/refresh"}
-	_, err := Check(c)
+	_, err := Check(c.Config, c.IDP)
 	if err == nil || !strings.Contains(err.Error(), `routes[0] "GET /auth/login" lies under idp.auth_prefix`) ||
 		!strings.Contains(err.Error(), `"/auth/refresh" lies under`) || strings.Contains(err.Error(), "/authors/") {
 		t.Fatalf("err = %v", err)
 	}
 	c.IDP.IncludeRoutes = false
-	if _, err := Check(c); err != nil {
+	if _, err := Check(c.Config, c.IDP); err != nil {
 		t.Fatalf("without include_routes the prefix is the upstream's: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -80,18 +81,22 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // provider that never answers (protected routes are 503): no 5xx but 503,
 // no panic, and nothing rejected reaches the upstream.
 func FuzzProxy(f *testing.F) {
-	cfg := DefaultConfig()
+	cfg := testSetup{Config: DefaultConfig()}
 	cfg.Upstream.URL = "http://upstream.invalid"
 	cfg.IDP.ServerURL, cfg.IDP.Realm, cfg.IDP.ClientID = "http://127.0.0.1:1", "demo", "shortener"
 	cfg.Routes = realisticRoutes
 	ctx, cancel := context.WithCancel(context.Background())
 	tr := &countingTransport{}
-	p, err := New(ctx, cfg, Options{Transport: tr})
+	plugin, err := idp.New(ctx, cfg.IDP)
 	cancel() // no key fetches: every token check is ErrUnavailable
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { _ = p.Close() })
+	f.Cleanup(func() { _ = plugin.Close() })
+	p, err := New(plugin, cfg.Config, Options{Transport: tr})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Add("GET", "/health", "X_Auth_Request_User", "x")
 	f.Add("POST", "/shorten", "Authorization", "Bearer abc")
 	f.Add("GET", "/%2e%2e/admin/", "Connection", "Upgrade")

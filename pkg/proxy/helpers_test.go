@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
@@ -59,18 +60,25 @@ func (u *recordingUpstream) last(t *testing.T) seen {
 }
 
 var (
-	svcReporter = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"creator"}}
-	svcOther    = idptest.Client{ID: "svc-other", Secret: "other-secret", RealmRoles: []string{"creator"}}
+	svcReporter = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"creator"}, ServiceAccount: true}
+	svcOther    = idptest.Client{ID: "svc-other", Secret: "other-secret", RealmRoles: []string{"creator"}, ServiceAccount: true}
 )
 
 func newProvider(t testing.TB) *idptest.Server {
 	return idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{svcReporter, svcOther}})
 }
 
+// testSetup is a proxy configuration with the plugin configuration it
+// runs with.
+type testSetup struct {
+	Config
+	IDP idp.Config
+}
+
 // testConfig protects upstreamURL with the realistic rules and the
 // provider srv.
-func testConfig(srv *idptest.Server, upstreamURL string) Config {
-	c := DefaultConfig()
+func testConfig(srv *idptest.Server, upstreamURL string) testSetup {
+	c := testSetup{Config: DefaultConfig()}
 	c.Upstream.URL = upstreamURL
 	c.IDP.ServerURL, c.IDP.Realm, c.IDP.ClientID = srv.URL, srv.Realm, "shortener"
 	c.IDP.OptionalAudiences = []string{"svc-reporter"}
@@ -78,15 +86,25 @@ func testConfig(srv *idptest.Server, upstreamURL string) Config {
 	return c
 }
 
+// newProxy builds the plugin of s (closed with t) and a Proxy over it.
+func newProxy(t testing.TB, s testSetup, o Options) (*Proxy, error) {
+	t.Helper()
+	plugin, err := idp.New(context.Background(), s.IDP)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = plugin.Close() })
+	return New(plugin, s.Config, o)
+}
+
 // startProxy serves a Proxy for cfg on 127.0.0.1 and waits for the
 // provider's keys unless wait is false.
-func startProxy(t *testing.T, cfg Config, o Options, wait bool) (*Proxy, *httptest.Server) {
+func startProxy(t *testing.T, cfg testSetup, o Options, wait bool) (*Proxy, *httptest.Server) {
 	t.Helper()
-	p, err := New(context.Background(), cfg, o)
+	p, err := newProxy(t, cfg, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
 	if wait {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

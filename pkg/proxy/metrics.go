@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"net/http"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,19 +48,46 @@ func (m *ruleMetrics) inc(d decision) {
 	}
 }
 
-// metrics are one proxy's collectors, in its own registry.
-type metrics struct {
+// Metrics are the proxy's Prometheus collectors, in their own registry.
+// One Metrics may be shared by the successive proxies of a process (see
+// Options.Metrics), so that a configuration reload does not reset the
+// counters; the key-cache gauges follow the latest proxy's plugin.
+type Metrics struct {
 	reg          *prometheus.Registry
 	requests     *prometheus.CounterVec
 	verify       prometheus.Histogram
 	upstreamOK   prometheus.Observer
 	upstreamFail prometheus.Observer
+
+	httpRequests *prometheus.CounterVec
+	duration     prometheus.Histogram
+	byCode       [numMethods][600]atomic.Pointer[prometheus.Counter]
+	reloads      *prometheus.CounterVec
+	lastReload   prometheus.Gauge
+
+	plugin atomic.Pointer[idp.Plugin] // the key-cache gauges read it
 }
 
 var latencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
-func newMetrics(p *idp.Plugin) *metrics {
-	m := &metrics{
+// methods are the method label's values; any other method counts as
+// "other", so that clients cannot grow the label set.
+var methods = [...]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+
+const numMethods = len(methods)
+
+func methodIndex(m string) int {
+	for i, name := range methods[:numMethods-1] {
+		if m == name {
+			return i
+		}
+	}
+	return numMethods - 1
+}
+
+// NewMetrics returns the collectors of one or more successive proxies.
+func NewMetrics() *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idp_proxy_requests_total",
@@ -69,7 +98,27 @@ func newMetrics(p *idp.Plugin) *metrics {
 			Help:    "Time to extract and verify a token (cache hits included).",
 			Buckets: latencyBuckets,
 		}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idp_proxy_http_requests_total",
+			Help: "Requests by status code of the answer and method (methods other than the standard ones count as \"other\").",
+		}, []string{"code", "method"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "idp_proxy_http_request_duration_seconds",
+			Help:    "Time from receiving a request to the end of its answer's headers and body, for the whole request.",
+			Buckets: latencyBuckets,
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idp_proxy_config_reloads_total",
+			Help: "Configuration reloads (SIGHUP) by result: success, or failure (the running configuration was kept).",
+		}, []string{"result"}),
+		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "idp_proxy_config_last_reload_success_timestamp_seconds",
+			Help: "Unix time the running configuration was loaded.",
+		}),
 	}
+	m.reloads.WithLabelValues("success")
+	m.reloads.WithLabelValues("failure")
+	m.lastReload.SetToCurrentTime()
 	upstream := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "idp_proxy_upstream_duration_seconds",
 		Help:    "Time from sending a request upstream to its response headers, by outcome (ok: a response, error: none).",
@@ -78,9 +127,14 @@ func newMetrics(p *idp.Plugin) *metrics {
 	m.upstreamOK = upstream.WithLabelValues("ok")
 	m.upstreamFail = upstream.WithLabelValues("error")
 	stat := func(f func(idp.Stats) float64) func() float64 {
-		return func() float64 { return f(p.Stats()) }
+		return func() float64 {
+			if p := m.plugin.Load(); p != nil {
+				return f(p.Stats())
+			}
+			return 0
+		}
 	}
-	m.reg.MustRegister(m.requests, m.verify, upstream,
+	m.reg.MustRegister(m.requests, m.verify, upstream, m.httpRequests, m.duration, m.reloads, m.lastReload,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "idp_proxy_jwks_refreshes_total", Help: "Successful fetches of the provider's key set.",
 		}, stat(func(s idp.Stats) float64 { return float64(s.Keys.Refreshes) })),
@@ -118,17 +172,46 @@ func newMetrics(p *idp.Plugin) *metrics {
 	return m
 }
 
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// RecordReload counts a configuration reload; a success also sets the
+// last-success time.
+func (m *Metrics) RecordReload(success bool) {
+	if success {
+		m.reloads.WithLabelValues("success").Inc()
+		m.lastReload.SetToCurrentTime()
+		return
+	}
+	m.reloads.WithLabelValues("failure").Inc()
+}
+
+// observe counts one finished request.
+func (m *Metrics) observe(method string, code int, d time.Duration) {
+	m.duration.Observe(d.Seconds())
+	if code < 100 || code >= 600 {
+		code = 599
+	}
+	mi := methodIndex(method)
+	slot := &m.byCode[mi][code]
+	c := slot.Load()
+	if c == nil {
+		cc := m.httpRequests.WithLabelValues(strconv.Itoa(code), methods[mi])
+		slot.CompareAndSwap(nil, &cc)
+		c = slot.Load()
+	}
+	(*c).Inc()
+}
+
 // forRule resolves the counters of the rule labelled label.
-func (m *metrics) forRule(label string) *ruleMetrics {
+func (m *Metrics) forRule(label string) *ruleMetrics {
 	rm := &ruleMetrics{}
 	for d := range numDecisions {
 		rm.byDecision[d] = m.requests.WithLabelValues(label, d.String())
 	}
 	return rm
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
 // timedTransport records the upstream latency of every round trip.

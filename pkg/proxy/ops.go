@@ -13,29 +13,41 @@ import (
 // OpsHandler serves the operations endpoints, meant for their own listener
 // (metrics_listen) so that they are never exposed with the upstream:
 //
-//	GET /healthz  200 {"status":"ok"} while the process serves
+//	GET /healthz  200 {"status":"ok"} while the process serves (alias /ping)
 //	GET /readyz   200 when the provider's keys are loaded and the upstream
 //	              accepts TCP connections, else 503; the body says which
-//	GET /metrics  Prometheus metrics of this proxy (its own registry)
+//	              (alias /ready)
+//	GET /metrics  Prometheus metrics of this proxy (Options.Metrics)
+//
+// /ping and /ready are oauth2-proxy's names, for probes written for it.
 func (p *Proxy) OpsHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		keys := p.plugin.Ready()
-		up := p.upstreamReachable(r.Context())
-		status, code := "ready", http.StatusOK
-		if !keys || !up {
-			status, code = "not ready", http.StatusServiceUnavailable
-		}
-		writeJSON(w, code, map[string]any{"status": status, "keys_loaded": keys, "upstream_reachable": up})
-	})
-	mux.Handle("GET /metrics", p.metrics.handler())
+	mux.HandleFunc("GET /healthz", Healthz)
+	mux.HandleFunc("GET /ping", Healthz)
+	mux.HandleFunc("GET /readyz", p.Readyz)
+	mux.HandleFunc("GET /ready", p.Readyz)
+	mux.Handle("GET /metrics", p.metrics.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, http.StatusNotFound, "operations endpoints: GET /healthz, /readyz, /metrics")
+		problem.Write(w, http.StatusNotFound, "operations endpoints: GET /healthz (/ping), /readyz (/ready), /metrics")
 	})
 	return mux
+}
+
+// Healthz answers 200 {"status":"ok"}: the process serves.
+func Healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}
+
+// Readyz answers 200 when the plugin's keys are loaded and the upstream
+// accepts TCP connections, else 503; the body says which.
+func (p *Proxy) Readyz(w http.ResponseWriter, r *http.Request) {
+	keys := p.plugin.Ready()
+	up := p.upstreamReachable(r.Context())
+	status, code := "ready", http.StatusOK
+	if !keys || !up {
+		status, code = "not ready", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"status": status, "keys_loaded": keys, "upstream_reachable": up})
 }
 
 // upstreamReachable dials the upstream's address.

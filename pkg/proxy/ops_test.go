@@ -86,3 +86,46 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// What operators expect: requests by status code and method, a duration
+// histogram of whole requests, reload counters, and oauth2-proxy's probe
+// names; one Metrics shared by successive proxies keeps counting.
+func TestOperatorMetricsAndProbeAliases(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	m := NewMetrics()
+	p, px := startProxy(t, testConfig(idpSrv, up.URL), Options{Metrics: m}, true)
+	ops := httptest.NewServer(p.OpsHandler())
+	t.Cleanup(ops.Close)
+	alice := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	do(t, "POST", px.URL+"/shorten", alice, nil, "")
+	do(t, "POST", px.URL+"/shorten", "", nil, "")
+	do(t, "GET", px.URL+"/health", "", nil, "")
+	do(t, "BREW", px.URL+"/health", "", nil, "")
+	// A second proxy (a reload) with the same Metrics.
+	_, px2 := startProxy(t, testConfig(idpSrv, up.URL), Options{Metrics: m}, true)
+	do(t, "GET", px2.URL+"/health", "", nil, "")
+	m.RecordReload(true)
+	m.RecordReload(false)
+
+	for _, path := range []string{"/ping", "/healthz", "/ready", "/readyz"} {
+		if resp, body := do(t, "GET", ops.URL+path, "", nil, ""); resp.StatusCode != 200 {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	_, metrics := do(t, "GET", ops.URL+"/metrics", "", nil, "")
+	for _, want := range []string{
+		`idp_proxy_http_requests_total{code="200",method="POST"} 1`,
+		`idp_proxy_http_requests_total{code="401",method="POST"} 1`,
+		`idp_proxy_http_requests_total{code="200",method="GET"} 2`,
+		`idp_proxy_http_requests_total{code="401",method="other"} 1`,
+		`idp_proxy_http_request_duration_seconds_count 5`,
+		`idp_proxy_config_reloads_total{result="success"} 1`,
+		`idp_proxy_config_reloads_total{result="failure"} 1`,
+		`idp_proxy_config_last_reload_success_timestamp_seconds`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

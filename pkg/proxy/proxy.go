@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,13 +33,15 @@ type Options struct {
 	// without query, status, bytes, duration, rule, decision, user), never
 	// a token or a header value. [none]
 	AccessLog *slog.Logger
+	// Metrics receives the proxy's metrics; share one between the
+	// successive proxies of a process so that reloads keep the counters.
+	// [a new Metrics, served by OpsHandler]
+	Metrics *Metrics
 	// Transport carries requests to the upstream. [an *http.Transport
 	// tuned for a sidecar: upstream.max_idle_conns_per_host idle
 	// connections, upstream.timeout for response headers, no compression
 	// of its own, no environment proxy]
 	Transport http.RoundTripper
-	// IDPHTTPClient makes the calls to the identity provider. [pkg/idp's]
-	IDPHTTPClient *http.Client
 }
 
 // Proxy is the authenticating reverse proxy: an http.Handler that judges
@@ -49,10 +54,11 @@ type Proxy struct {
 	headers     *headerRules
 	upstream    *url.URL
 	rp          *httputil.ReverseProxy
-	metrics     *metrics
+	metrics     *Metrics
 	log         *slog.Logger
 	access      *slog.Logger
 	tokenCookie string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
+	reserved    reservedCookies             // cookies the upstream may not set
 	cop         *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
 	authPrefix  string                      // "" unless include_routes
 	authRoutes  http.Handler                // nil unless include_routes
@@ -64,41 +70,50 @@ type Proxy struct {
 	ridSeq    atomic.Uint64
 }
 
-// compiled is everything New derives from a Config without side effects.
+// compiled is everything New derives from a Config and the plugin's
+// settings without side effects.
 type compiled struct {
-	cfg      Config
-	idpCfg   idp.Config
-	rules    *ruleSet
-	headers  *headerRules
-	upstream *url.URL
+	cfg        Config
+	rules      *ruleSet
+	headers    *headerRules
+	upstream   *url.URL
+	authPrefix string // "" unless the plugin serves its /auth routes
 }
 
-func compile(cfg Config) (*compiled, error) {
+// compile checks cfg against the plugin configuration ic (defaults
+// applied) and compiles the rules.
+func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	cfg = cfg.withDefaults()
 	var errs []error
 	if err := cfg.validate(); err != nil {
 		errs = append(errs, err)
 	}
-	ic, err := cfg.PluginConfig()
+	for _, p := range ic.ExcludedPaths {
+		if reason := checkPath(p); reason != "" {
+			errs = append(errs, fmt.Errorf("proxy: idp.excluded_paths: %q: %s", p, reason))
+		}
+	}
+	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths)
 	if err != nil {
 		errs = append(errs, err)
-	} else if err := validatePluginConfig(ic); err != nil {
-		errs = append(errs, err)
 	}
-	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, cfg.IDP.ExcludedPaths)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.IDP.IncludeRoutes {
+	authPrefix := ""
+	if ic.IncludeRoutes {
+		authPrefix = ic.AuthPrefix
+		if reason := checkPath(authPrefix); reason != "" {
+			errs = append(errs, fmt.Errorf("proxy: idp.auth_prefix %q: %s", authPrefix, reason))
+		} else if authPrefix == "/" {
+			errs = append(errs, errors.New("proxy: idp.auth_prefix must not be \"/\" when include_routes is true: it would hide the upstream"))
+		}
 		for i, rc := range cfg.Routes {
-			if p := patternPath(rc.Match); isUnder(p, cfg.IDP.AuthPrefix) {
+			if p := patternPath(rc.Match); isUnder(p, authPrefix) {
 				errs = append(errs, fmt.Errorf("proxy: routes[%d] %q lies under idp.auth_prefix %q, which the /auth routes serve (include_routes): it would never apply",
-					i, rc.Match, cfg.IDP.AuthPrefix))
+					i, rc.Match, authPrefix))
 			}
 		}
-		for _, e := range cfg.IDP.ExcludedPaths {
-			if isUnder(e, cfg.IDP.AuthPrefix) {
-				errs = append(errs, fmt.Errorf("proxy: idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, cfg.IDP.AuthPrefix))
+		for _, e := range ic.ExcludedPaths {
+			if isUnder(e, authPrefix) {
+				errs = append(errs, fmt.Errorf("proxy: idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, authPrefix))
 			}
 		}
 	}
@@ -106,52 +121,41 @@ func compile(cfg Config) (*compiled, error) {
 		return nil, errors.Join(errs...)
 	}
 	u, _ := url.Parse(cfg.Upstream.URL) // validated
-	return &compiled{cfg: cfg, idpCfg: ic, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u}, nil
+	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, authPrefix: authPrefix}, nil
 }
 
-// validatePluginConfig lets idp.New check ic, with an HTTP client that
-// refuses every request, so that nothing reaches the provider.
-func validatePluginConfig(ic idp.Config) error {
-	ic.HTTPClient = &http.Client{Transport: refuseTransport{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	p, err := idp.New(ctx, ic)
+// Check validates cfg together with the plugin configuration it will run
+// with (idp.Config.Validate, then the rules against its excluded paths and
+// auth prefix), without building a plugin or contacting anything, and
+// returns the compiled rule table as check-config prints it. The error
+// lists every problem found, one per line.
+func Check(cfg Config, ic idp.Config) (string, error) {
+	var errs []error
+	if err := ic.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	c, err := compile(cfg, ic.WithDefaults())
 	if err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	return p.Close()
-}
-
-type refuseTransport struct{}
-
-func (refuseTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	return nil, errors.New("proxy: configuration check: no network")
-}
-
-// Check validates cfg completely without contacting the provider or the
-// upstream, and returns the compiled rule table as check-config prints it.
-// The error lists every problem found, one per line.
-func Check(cfg Config) (string, error) {
-	c, err := compile(cfg)
-	if err != nil {
-		return "", err
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
 	}
-	return c.table(), nil
+	return c.rules.table(c.authPrefix), nil
 }
 
-func (c *compiled) table() string {
-	prefix := ""
-	if c.cfg.IDP.IncludeRoutes {
-		prefix = c.cfg.IDP.AuthPrefix
+// New compiles cfg and returns a Proxy that judges requests with plugin
+// (built by the caller with idp.New, and closed by the caller after the
+// proxy stops serving). Like idp.New it does not wait for the provider:
+// until the plugin's keys are loaded, protected routes answer 503 and
+// /readyz reports not ready. With the plugin's IncludeRoutes on, the proxy
+// serves its /auth routes itself.
+func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
+	if plugin == nil {
+		return nil, errors.New("proxy: New needs an *idp.Plugin")
 	}
-	return c.rules.table(prefix)
-}
-
-// New compiles cfg and returns a Proxy. Like idp.New it does not wait for
-// the provider: until its keys are loaded, protected routes answer 503
-// and /readyz reports not ready. Background work stops with ctx or Close.
-func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
-	c, err := compile(cfg)
+	ic := plugin.Config()
+	c, err := compile(cfg, ic)
 	if err != nil {
 		return nil, err
 	}
@@ -159,31 +163,30 @@ func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c.idpCfg.Logger = log
-	c.idpCfg.HTTPClient = o.IDPHTTPClient
-	plugin, err := idp.New(ctx, c.idpCfg)
-	if err != nil {
-		return nil, err
-	}
 	p := &Proxy{
 		cfg:      c.cfg,
 		plugin:   plugin,
 		rules:    c.rules,
 		headers:  c.headers,
 		upstream: c.upstream,
-		metrics:  newMetrics(plugin),
+		metrics:  o.Metrics,
 		log:      log,
 		access:   o.AccessLog,
-		authRule: &rule{index: -1, pattern: c.cfg.IDP.AuthPrefix + "/", desc: "idp /auth routes", label: "(auth)"},
+		authRule: &rule{index: -1, pattern: ic.AuthPrefix + "/", desc: "idp /auth routes", label: "(auth)"},
 		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
-		maxBody:  c.cfg.Server.MaxBodyBytes,
+		maxBody:  c.cfg.MaxBodyBytes,
 	}
-	if c.idpCfg.TokenLocation == idp.TokenLocationCookie {
-		p.tokenCookie = plugin.Config().CookieName
+	if p.metrics == nil {
+		p.metrics = NewMetrics()
+	}
+	p.metrics.plugin.Store(plugin)
+	p.reserved = newReservedCookies(plugin.CookieNames())
+	if ic.TokenLocation == idp.TokenLocationCookie {
+		p.tokenCookie = ic.CookieName
 		p.cop = http.NewCrossOriginProtection()
 	}
-	if c.cfg.IDP.IncludeRoutes {
-		p.authPrefix = c.cfg.IDP.AuthPrefix
+	if c.authPrefix != "" {
+		p.authPrefix = c.authPrefix
 		p.authRoutes = plugin.Routes()
 	}
 	for _, r := range p.rules.rules {
@@ -202,13 +205,17 @@ func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
 
 	tr := o.Transport
 	if tr == nil {
-		tr = newTransport(c.cfg.Upstream)
+		t, err := newTransport(c.cfg.Upstream)
+		if err != nil {
+			return nil, err
+		}
+		tr = t
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
 		Transport:      timedTransport{rt: tr, ok: p.metrics.upstreamOK, fail: p.metrics.upstreamFail},
 		ErrorHandler:   p.upstreamError,
-		ModifyResponse: dropUpstreamRequestID,
+		ModifyResponse: p.modifyResponse,
 		BufferPool:     newBufferPool(),
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -217,8 +224,13 @@ func New(ctx context.Context, cfg Config, o Options) (*Proxy, error) {
 
 // newTransport returns the upstream transport of a sidecar: one upstream,
 // many concurrent requests, loopback or a nearby host.
-func newTransport(c UpstreamConfig) *http.Transport {
+func newTransport(c UpstreamConfig) (*http.Transport, error) {
+	tlsCfg, err := upstreamTLS(c)
+	if err != nil {
+		return nil, err
+	}
 	return &http.Transport{
+		TLSClientConfig:        tlsCfg,
 		Proxy:                  nil, // the upstream is next door: never an environment proxy
 		DialContext:            (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:      true,
@@ -232,7 +244,33 @@ func newTransport(c UpstreamConfig) *http.Transport {
 		// Pass the client's Accept-Encoding and the upstream's encoding
 		// through untouched instead of decompressing.
 		DisableCompression: true,
+	}, nil
+}
+
+// upstreamTLS is the TLS client configuration for an https upstream: the
+// CA file's authorities (else the system's), the client certificate when
+// set, TLS 1.2 at least.
+func upstreamTLS(c UpstreamConfig) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: upstream.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("proxy: upstream.ca_file %s holds no PEM certificate", c.CAFile)
+		}
+		cfg.RootCAs = pool
 	}
+	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: upstream.client_cert_file/client_key_file: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
 }
 
 // Plugin returns the proxy's pkg/idp plugin.
@@ -241,9 +279,6 @@ func (p *Proxy) Plugin() *idp.Plugin { return p.plugin }
 // Table returns the compiled rule table, as check-config prints it.
 func (p *Proxy) Table() string { return p.rules.table(p.authPrefix) }
 
-// Close stops the plugin's background key refreshes.
-func (p *Proxy) Close() error { return p.plugin.Close() }
-
 // ServeHTTP judges and forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -251,23 +286,32 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ridv := []string{rid}
 	r.Header["X-Request-Id"] = ridv // read by rewrite; the client's is replaced
 	w.Header()["X-Request-Id"] = ridv
-	if p.access == nil || !p.access.Enabled(r.Context(), slog.LevelInfo) {
-		rl, dec, _ := p.serve(w, r)
-		rl.metrics.inc(dec)
-		return
+	sw := writerPool.Get().(*statuswriter.Writer)
+	*sw = statuswriter.Writer{ResponseWriter: w}
+	v := p.serve(sw, r)
+	v.rule.metrics.inc(v.dec)
+	d := time.Since(start)
+	status := sw.Status
+	if status == 0 {
+		status = http.StatusOK
 	}
-	sw := &statuswriter.Writer{ResponseWriter: w}
-	rl, dec, fwd := p.serve(sw, r)
-	rl.metrics.inc(dec)
-	p.logAccess(r, fwd, sw, rid, rl, dec, time.Since(start))
+	p.metrics.observe(r.Method, status, d)
+	if p.access != nil && p.access.Enabled(r.Context(), slog.LevelInfo) {
+		p.logAccess(r, sw, rid, v, d)
+	}
+	*sw = statuswriter.Writer{}
+	writerPool.Put(sw)
 }
+
+// writerPool recycles the response recorders of ServeHTTP.
+var writerPool = sync.Pool{New: func() any { return new(statuswriter.Writer) }}
 
 // logAccess writes the access record of a request: never a token, a
 // header value or the query string.
-func (p *Proxy) logAccess(r, fwd *http.Request, sw *statuswriter.Writer, rid string, rl *rule, dec decision, d time.Duration) {
+func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, v verdict, d time.Duration) {
 	user := ""
-	if u, ok := idp.UserFrom(fwd.Context()); ok {
-		user = u.Sub
+	if v.id != nil {
+		user = v.id.User.Sub
 	}
 	status := sw.Status
 	if status == 0 {
@@ -280,189 +324,46 @@ func (p *Proxy) logAccess(r, fwd *http.Request, sw *statuswriter.Writer, rid str
 		slog.Int("status", status),
 		slog.Int64("bytes", sw.Bytes),
 		slog.Duration("duration", d),
-		slog.String("rule", rl.label),
-		slog.String("decision", dec.String()),
+		slog.String("rule", v.rule.label),
+		slog.String("decision", v.dec.String()),
 		slog.String("user", user),
 		slog.String("remote", r.RemoteAddr))
 }
 
-// serve applies the rules and, when they allow it, forwards. It returns
-// the rule that judged, the decision and the request as forwarded.
-func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) (*rule, decision, *http.Request) {
-	rl, dec, r, ok := p.judge(w, r)
-	if !ok {
-		return rl, dec, r
-	}
-	if dec == decAuthRoute {
-		p.serveAuthRoutes(w, r)
-		return rl, dec, r
-	}
-	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody {
-		if r.ContentLength > p.maxBody {
-			problem.Write(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", p.maxBody))
-			return rl, decBadRequest, r
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, p.maxBody)
-	}
-	p.rp.ServeHTTP(w, r)
-	return rl, dec, r
-}
-
-// judge checks the request's method and path and applies the rules. When
-// the request may go on (to the upstream, or to the /auth routes when dec
-// is decAuthRoute) it returns ok and the request carrying the identity;
-// otherwise it has written the refusal to w.
-func (p *Proxy) judge(w http.ResponseWriter, r *http.Request) (rl *rule, dec decision, out *http.Request, ok bool) {
-	switch r.Method {
-	case http.MethodConnect, http.MethodTrace:
-		w.Header().Set("Allow", allowedMethods)
-		problem.Write(w, http.StatusMethodNotAllowed, r.Method+" is not supported by the proxy")
-		return p.badRule, decBadRequest, r, false
-	}
-	if !upperCase(r.Method) {
-		// Rules match methods case-sensitively ("POST /shorten" does not
-		// match "post"), but upstreams such as Django, Flask and Express
-		// upper-case the method: "post /shorten" would be judged by another
-		// rule (or the default) and served as POST.
-		w.Header().Set("Allow", allowedMethods)
-		problem.Write(w, http.StatusMethodNotAllowed, "method names are case-sensitive and must be upper case")
-		return p.badRule, decBadRequest, r, false
-	}
+// serve judges r and then answers the refusal, serves the /auth routes or
+// forwards. It returns the verdict (its decision updated when the body
+// limit refuses the request).
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	// Host patterns match ServeMux's exact host, but host names are
 	// case-insensitive and "host." is "host": judge and forward one
 	// spelling.
 	r.Host = canonicalHost(r.Host)
-	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
-		problem.Write(w, http.StatusBadRequest, reason)
-		return p.badRule, decBadRequest, r, false
-	}
-	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
-		return p.authRule, decAuthRoute, r, true
-	}
-	rl = p.rules.match(r)
-	if !p.rules.caseSafe(r, rl) {
-		problem.Write(w, http.StatusBadRequest, "the path differs only in letter case from a path another rule protects")
-		return p.badRule, decBadRequest, r, false
-	}
-	switch rl.policy {
-	case policyDeny:
-		problem.Write(w, http.StatusForbidden, "access to this path is denied by the proxy's policy")
-		return rl, decDenied, r, false
-	case policyPublic:
-		if _, err := p.plugin.TokenFromRequest(r); !errors.Is(err, idp.ErrNoToken) && !p.crossOrigin(r) {
-			// A token on a public route: forward its identity when it is
-			// valid, otherwise go on anonymously (rewrite drops it).
-			if r2, err := p.authenticate(r); err == nil {
-				r = r2
-			}
-		}
-		return rl, decPublic, r, true
-	}
-	if p.crossOrigin(r) {
-		problem.Write(w, http.StatusForbidden, "cross-origin request refused: the token cookie is not accepted on cross-origin POST, PUT, PATCH or DELETE")
-		return rl, decForbidden, r, false
-	}
-	r2, err := p.authenticate(r)
-	if err != nil {
-		p.plugin.WriteError(w, r, err)
-		return rl, decisionOf(err), r, false
-	}
-	if len(rl.guards) > 0 {
-		u, _ := idp.UserFrom(r2.Context())
-		for _, g := range rl.guards {
-			if !g.Allow(u) {
-				p.plugin.WriteError(w, r2, idp.ErrForbidden)
-				return rl, decForbidden, r2, false
-			}
-		}
-	}
-	return rl, decAllowed, r2, true
-}
-
-// allowedMethods is the Allow header of the proxy's 405 answers.
-const allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
-
-// Decision is how the proxy judges a request, as Decide reports it.
-type Decision struct {
-	Rule     string `json:"rule"`     // the rule's pattern, or (default), (excluded) PATH, (auth), (invalid)
-	Decision string `json:"decision"` // allowed, public, no_token, invalid_token, forbidden, denied, unavailable, bad_request, auth_route
-	Status   int    `json:"status"`   // the proxy's answer, or 0 when the request would be forwarded
-	User     string `json:"user,omitempty"`
-}
-
-// Decide reports how the proxy would judge method and target (a path
-// with an optional query) carrying the access token raw ("" for none),
-// without forwarding anything.
-func (p *Proxy) Decide(ctx context.Context, method, target, raw string) (Decision, error) {
-	r, err := http.NewRequestWithContext(ctx, method, "http://idp-proxy.invalid"+target, nil)
-	if err != nil || !strings.HasPrefix(target, "/") {
-		return Decision{}, fmt.Errorf("proxy: %s %q is not a request", method, target)
-	}
-	r.Host = ""
-	if raw != "" {
-		if p.tokenCookie != "" {
-			r.AddCookie(&http.Cookie{Name: p.tokenCookie, Value: raw})
-		} else {
-			r.Header.Set("Authorization", "Bearer "+raw)
-		}
-	}
-	w := &discardWriter{header: http.Header{}}
-	rl, dec, out, ok := p.judge(w, r)
-	d := Decision{Rule: rl.label, Decision: dec.String()}
-	if !ok {
-		d.Status = w.status
-	}
-	if u, found := idp.UserFrom(out.Context()); found {
-		d.User = u.Sub
-	}
-	return d, nil
-}
-
-// discardWriter records the status of an answer and drops the rest.
-type discardWriter struct {
-	header http.Header
-	status int
-}
-
-func (w *discardWriter) Header() http.Header { return w.header }
-func (w *discardWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-}
-func (w *discardWriter) Write(b []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	return len(b), nil
-}
-
-// crossOrigin reports whether r is a browser's cross-origin request with
-// an unsafe method (net/http's CrossOriginProtection: Sec-Fetch-Site,
-// else Origin against Host) that carries the token cookie. In COOKIE
-// mode the browser attaches the cookie by itself (SameSite=Lax still
-// sends it from sibling subdomains) and the proxy turns it into a bearer
-// token, which upstreams rightly treat as immune to CSRF.
-func (p *Proxy) crossOrigin(r *http.Request) bool {
-	return p.cop != nil && p.cop.Check(r) != nil && len(r.CookiesNamed(p.tokenCookie)) > 0
-}
-
-func (p *Proxy) authenticate(r *http.Request) (*http.Request, error) {
-	t0 := time.Now()
-	r2, err := p.plugin.Authenticate(r)
-	p.metrics.verify.Observe(time.Since(t0).Seconds())
-	return r2, err
-}
-
-func decisionOf(err error) decision {
+	closeAfterChunked(w, r)
+	v := p.decide(r)
 	switch {
-	case errors.Is(err, idp.ErrNoToken):
-		return decNoToken
-	case errors.Is(err, idp.ErrUnavailable):
-		return decUnavailable
-	case errors.Is(err, idp.ErrForbidden):
-		return decForbidden
-	default:
-		return decInvalid
+	case v.refused():
+		p.refuse(w, r, v)
+		return v
+	case v.dec == decAuthRoute:
+		p.serveAuthRoutes(w, r)
+		return v
 	}
+	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody {
+		if r.ContentLength > p.maxBody {
+			problem.Write(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", p.maxBody))
+			v.dec = decBadRequest
+			return v
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, p.maxBody)
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = clientBody{r.Body}
+	}
+	if v.id != nil {
+		r = r.WithContext(idp.NewContext(r.Context(), v.id)) // read by rewrite
+	}
+	p.rp.ServeHTTP(w, r)
+	return v
 }
 
 // patternPath returns the path of a ServeMux pattern "[METHOD ][HOST]/PATH".
@@ -526,11 +427,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	if p.tokenCookie != "" {
 		stripCookie(out, p.tokenCookie)
 	}
-	ctx := pr.In.Context()
-	if raw, ok := idp.RawTokenFrom(ctx); ok {
-		u, _ := idp.UserFrom(ctx)
-		pl, _ := idp.PayloadFrom(ctx)
-		p.headers.setIdentity(out, u, raw, bearerValue(in, raw), pl != nil && pl.EmailVerified)
+	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
+		p.headers.setIdentity(out, id.User, id.Raw, bearerValue(in, id.Raw), id.Payload.EmailVerified)
 	}
 }
 
@@ -540,9 +438,17 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	status, detail := http.StatusBadGateway, "the upstream service is unavailable"
+	var bodyErr *bodyError
 	switch {
 	case errors.As(err, &mbe):
 		status, detail = http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)
+	case errors.As(err, &bodyErr) && r.Context().Err() == nil:
+		// The client's body did not parse (a bad chunk): its fault, not
+		// the upstream's.
+		p.log.Info("malformed request body", "request_id", r.Header.Get("X-Request-Id"), "error", bodyErr)
+		w.Header().Set("Connection", "close")
+		problem.Write(w, http.StatusBadRequest, errMalformedBody.Error())
+		return
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads this answer.
 		p.log.Debug("client gone before the upstream answered", "request_id", r.Header.Get("X-Request-Id"), "error", err)
@@ -556,10 +462,15 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	problem.Write(w, status, detail)
 }
 
-// dropUpstreamRequestID keeps the proxy's X-Request-Id the only one in the
-// response.
-func dropUpstreamRequestID(resp *http.Response) error {
+// modifyResponse keeps the proxy's X-Request-Id the only one in the
+// response and drops the upstream's Set-Cookie lines for the proxy's own
+// cookies.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
 	delete(resp.Header, "X-Request-Id")
+	if removed := p.reserved.strip(resp.Header); removed != nil {
+		p.log.Warn("the upstream tried to set the proxy's own cookies; removed",
+			"request_id", resp.Request.Header.Get("X-Request-Id"), "cookies", removed)
+	}
 	return nil
 }
 
@@ -600,12 +511,34 @@ func validRequestID(s string) bool {
 	return true
 }
 
-// bufferPool lends ReverseProxy its 32 KiB copy buffers.
-type bufferPool struct{ pool sync.Pool }
+// bufferPool lends ReverseProxy its 32 KiB copy buffers: a bounded free
+// list on a channel, which (unlike a sync.Pool of *[]byte) costs no
+// allocation to give a buffer back. Buffers beyond its capacity are left
+// to the garbage collector.
+type bufferPool struct{ free chan []byte }
+
+// bufferPoolSize bounds the idle buffers kept: 256 × 32 KiB = 8 MiB.
+const bufferPoolSize = 256
 
 func newBufferPool() *bufferPool {
-	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+	return &bufferPool{free: make(chan []byte, bufferPoolSize)}
 }
 
-func (bp *bufferPool) Get() []byte  { return *bp.pool.Get().(*[]byte) }
-func (bp *bufferPool) Put(b []byte) { bp.pool.Put(&b) }
+func (bp *bufferPool) Get() []byte {
+	select {
+	case b := <-bp.free:
+		return b
+	default:
+		return make([]byte, 32<<10)
+	}
+}
+
+func (bp *bufferPool) Put(b []byte) {
+	if cap(b) < 32<<10 {
+		return
+	}
+	select {
+	case bp.free <- b[:32<<10]:
+	default:
+	}
+}

@@ -472,7 +472,7 @@ func TestMaxBodyBytes(t *testing.T) {
 	idpSrv := newProvider(t)
 	up := newUpstream(t)
 	cfg := testConfig(idpSrv, up.URL)
-	cfg.Server.MaxBodyBytes = 16
+	cfg.MaxBodyBytes = 16
 	_, px := startProxy(t, cfg, Options{}, true)
 	alice := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
 	if resp, _ := do(t, "POST", px.URL+"/shorten", alice, nil, strings.Repeat("x", 17)); resp.StatusCode != 413 {

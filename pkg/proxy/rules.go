@@ -163,6 +163,9 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		// trailing dot (canonicalHost): this pattern could never match.
 		return nil, fmt.Errorf("proxy: %s: write the host %q as %q", name, h, canonicalHost(h))
 	}
+	if err := neverMatches(rc.Match); err != nil {
+		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+	}
 	r := &rule{index: i, pattern: rc.Match, label: rc.Match}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0
 	if rc.Public {
@@ -221,6 +224,50 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		r.desc = "authenticated + " + strings.Join(descs, " + ")
 	}
 	return r, nil
+}
+
+// neverMatches explains why a rule's pattern can never match a request
+// the proxy judges (nil when it can): such a rule would silently leave
+// its requests to the default policy.
+func neverMatches(pattern string) error {
+	if method, _, ok := strings.Cut(strings.TrimSpace(pattern), " "); ok && !strings.Contains(method, "/") {
+		switch {
+		case !upperCase(method) || !isToken(method):
+			return fmt.Errorf("method %q: methods are case-sensitive upper-case tokens (the proxy answers %q with 405): write %q",
+				method, method, strings.ToUpper(method))
+		case method == http.MethodConnect || method == http.MethodTrace:
+			return fmt.Errorf("method %s is always refused by the proxy (405)", method)
+		}
+	}
+	path := patternPath(pattern)
+	if path == "" {
+		return nil // ServeMux reports it
+	}
+	// Literal segments only: a wildcard matches whatever the request has.
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			segs[i] = "x"
+		}
+	}
+	if reason := checkPath(strings.Join(segs, "/")); reason != "" {
+		return fmt.Errorf("path %q: requests with such a path are refused before any rule (%s)", path, reason)
+	}
+	return nil
+}
+
+// isToken reports whether s is an RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func checkItems(items []string) error {

@@ -25,12 +25,40 @@ const MaxBodyBytes = 16 << 10
 // takedown applies at once. Revalidation costs one fast lookup.
 const redirectCacheControl = "private, max-age=0"
 
+// Route is one route of Handler.
+type Route struct {
+	Method  string // "GET" also serves HEAD
+	Pattern string // as http.ServeMux writes it
+	// Identity marks a route that needs the caller's identity: Handler
+	// serves it through Options.Authenticate.
+	Identity bool
+}
+
+// Routes lists the routes Handler serves.
+func (s *Service) Routes() []Route {
+	return []Route{
+		{Method: http.MethodPost, Pattern: "/shorten", Identity: true},
+		{Method: http.MethodGet, Pattern: "/health"},
+		{Method: http.MethodGet, Pattern: "/{code}"},
+	}
+}
+
 // Handler returns the HTTP API of s: POST /shorten, GET|HEAD /health and
 // GET|HEAD /{code}. Routing is done by hand (no regexp, no allocation) to
-// keep redirects as cheap as a constant answer.
-func (s *Service) Handler() http.Handler { return handler{s} }
+// keep redirects as cheap as a constant answer. The routes Routes marks
+// with Identity go through Options.Authenticate.
+func (s *Service) Handler() http.Handler {
+	var shorten http.Handler = http.HandlerFunc(s.serveShorten)
+	if s.authenticate != nil {
+		shorten = s.authenticate(shorten)
+	}
+	return handler{s: s, shorten: shorten}
+}
 
-type handler struct{ s *Service }
+type handler struct {
+	s       *Service
+	shorten http.Handler // POST /shorten, behind Options.Authenticate
+}
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
@@ -40,7 +68,7 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			methodNotAllowed(w, "POST")
 			return
 		}
-		h.s.serveShorten(w, r)
+		h.shorten.ServeHTTP(w, r)
 		return
 	case "/health":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

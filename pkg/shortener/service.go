@@ -23,6 +23,14 @@ type Options struct {
 	//
 	// The Host header of requests is never used: it is client-controlled.
 	BaseURL string
+	// Authenticate wraps the routes that need the caller's identity
+	// (Route.Identity in Routes: POST /shorten): it answers 401/403 itself
+	// or calls next with the identity in the request (for Owner to read).
+	// With pkg/idp in-process: plugin.Require(guards...). The handler
+	// applies it to the routes it marks, so renaming a route cannot lose
+	// the protection. [nil: every route is served without one, as behind
+	// idp-proxy, which judges requests before they arrive]
+	Authenticate func(next http.Handler) http.Handler
 	// Owner returns the identity of the caller of POST /shorten, recorded
 	// as Link.CreatedBy; "" means unknown. [nil: no owner is recorded]
 	//
@@ -61,6 +69,7 @@ type Service struct {
 	store         Store
 	baseURL       string
 	owner         func(*http.Request) string
+	authenticate  func(http.Handler) http.Handler
 	log           *slog.Logger
 	codeLen       int
 	reserved      []string
@@ -80,6 +89,7 @@ func New(store Store, o Options) (*Service, error) {
 	s := &Service{
 		store:         store,
 		owner:         o.Owner,
+		authenticate:  o.Authenticate,
 		log:           o.Logger,
 		codeLen:       o.CodeLength,
 		rand:          o.Rand,
@@ -126,11 +136,12 @@ func New(store Store, o Options) (*Service, error) {
 	return s, nil
 }
 
-// Shorten validates rawURL and stores it under a new random code, recording
+// Shorten validates rawURL and stores it (in ASCII, see NormalizeURL) under a new random code, recording
 // owner as its creator. Invalid URLs give an error matching ErrInvalidURL;
 // store failures are returned wrapped.
 func (s *Service) Shorten(ctx context.Context, rawURL, owner string) (Link, error) {
-	if err := ValidateURL(rawURL); err != nil {
+	rawURL, err := NormalizeURL(rawURL)
+	if err != nil {
 		return Link{}, err
 	}
 	l := Link{URL: rawURL, CreatedBy: owner, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}

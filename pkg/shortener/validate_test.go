@@ -79,7 +79,7 @@ func TestValidateURL(t *testing.T) {
 // FuzzValidateURL checks that accepted URLs always honour the rules, and
 // that validation never panics.
 func FuzzValidateURL(f *testing.F) {
-	for _, s := range []string{"https://example.com/", "javascript:alert(1)", "http://u@h/", "https://例え.テスト/", "http://[::1]:80/"} {
+	for _, s := range []string{"https://example.com/", "javascript:alert(1)", "http://u@h/", "https://例え.テスト/", "http://[::1]:80/", "https://Bücher.example:8443/ü?q=ä#f", "https://\u05d0a.com/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -101,6 +101,23 @@ func FuzzValidateURL(f *testing.F) {
 		}
 		if !strings.HasPrefix(strings.ToLower(raw), "http://") && !strings.HasPrefix(strings.ToLower(raw), "https://") {
 			t.Fatalf("accepted %q that does not start with http(s)://", raw)
+		}
+		// What is stored and answered in Location is ASCII, parses, and
+		// keeps the scheme; an ASCII URL is kept byte for byte.
+		norm, err := NormalizeURL(raw)
+		if err != nil {
+			t.Fatalf("%q validated but does not normalise: %v", raw, err)
+		}
+		for i := 0; i < len(norm); i++ {
+			if norm[i] >= utf8.RuneSelf {
+				t.Fatalf("%q normalised to %q: not ASCII", raw, norm)
+			}
+		}
+		if isASCII(raw) && norm != raw {
+			t.Fatalf("ASCII URL %q rewritten to %q", raw, norm)
+		}
+		if nu, err := url.Parse(norm); err != nil || nu.Hostname() == "" || !strings.EqualFold(nu.Scheme, u.Scheme) {
+			t.Fatalf("%q normalised to %q, which does not parse as the same kind of URL (%v)", raw, norm, err)
 		}
 	})
 }

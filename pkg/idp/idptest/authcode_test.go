@@ -337,3 +337,27 @@ func TestStart(t *testing.T) {
 		t.Fatal("Start on an invalid address succeeded")
 	}
 }
+
+// As Keycloak: client_credentials only for a client with a service account.
+func TestClientCredentialsNeedsServiceAccount(t *testing.T) {
+	srv := idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{
+		{ID: "web", Secret: "web-secret"},
+		{ID: "svc", Secret: "svc-secret", ServiceAccount: true},
+	}})
+	for _, tc := range []struct {
+		id     string
+		status int
+	}{{"web", http.StatusUnauthorized}, {"svc", http.StatusOK}} {
+		resp, err := http.PostForm(srv.TokenURL(), url.Values{
+			"grant_type": {"client_credentials"}, "client_id": {tc.id}, "client_secret": {tc.id + "-secret"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || (tc.status != 200 && !strings.Contains(string(body), "unauthorized_client")) {
+			t.Errorf("%s: %d %s, want %d", tc.id, resp.StatusCode, body, tc.status)
+		}
+	}
+}

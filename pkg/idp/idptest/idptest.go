@@ -47,6 +47,11 @@ type Client struct {
 	RealmRoles  []string            // realm_access.roles of its service-account tokens
 	ClientRoles map[string][]string // resource_access of its service-account tokens
 	Scope       string              // scope claim; default "profile email"
+	// ServiceAccount enables the client's service account (Keycloak's
+	// serviceAccountsEnabled): only such a client gets client_credentials
+	// tokens; others are refused with unauthorized_client, as Keycloak
+	// refuses them. [false, as in Keycloak]
+	ServiceAccount bool
 	// RedirectURIs are the redirect and post-logout redirect URIs the
 	// authorization and end-session endpoints accept for this client,
 	// compared exactly. [any http or https URI]
@@ -204,6 +209,11 @@ func (s *Server) fail(format string, args ...any) {
 	}
 	panic(fmt.Sprintf(format, args...))
 }
+
+// Handler returns the provider's HTTP handler, for clients that call it
+// in memory (a transport serving requests with it, as tests under
+// testing/synctest need: real network I/O would stall their fake time).
+func (s *Server) Handler() http.Handler { return s.srv.Handler }
 
 // Handle adds a handler to the provider's mux (pattern as http.ServeMux),
 // for tests that need more endpoints.
@@ -491,6 +501,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	switch gt := r.PostForm.Get("grant_type"); gt {
 	case "client_credentials":
+		if !c.ServiceAccount {
+			oauthError(w, http.StatusUnauthorized, "unauthorized_client", "Client not enabled to retrieve service account")
+			return
+		}
 		claims := s.ServiceClaims(c)
 		claims["exp"] = time.Now().Add(s.ttl).Unix()
 		s.applyHook("Bearer", claims)

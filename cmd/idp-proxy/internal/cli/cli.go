@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
-	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // deps are the process's outside world, replaced in tests.
@@ -23,6 +24,9 @@ type deps struct {
 	// ready, when not nil, gets the bound addresses once serve listens
 	// (proxy, then operations; "" when disabled).
 	ready func(proxyAddr, opsAddr string)
+	// signals, when not nil, replaces the process's SIGINT, SIGTERM and
+	// SIGHUP for serve (tests send them here).
+	signals <-chan os.Signal
 	// tuneGC, when not nil, sets the process's garbage-collector defaults
 	// before serving (see gc.go); nil in tests, which share one process.
 	tuneGC func(*slog.Logger)
@@ -53,8 +57,9 @@ type globalFlags struct {
 func newRootCmd(d deps) *cobra.Command {
 	var g globalFlags
 	cmd := &cobra.Command{
-		Use:   "idp-proxy",
-		Short: "Authenticating reverse proxy for OpenID Connect bearer tokens",
+		Use:     "idp-proxy",
+		Version: buildinfo.String(),
+		Short:   "Authenticating reverse proxy for OpenID Connect bearer tokens",
 		Long: `idp-proxy validates bearer tokens issued by a Keycloak-style OpenID Connect
 realm, applies per-route rules (public, any valid token, realm roles, client
 roles, scopes) and forwards requests to one upstream with identity headers.
@@ -65,13 +70,14 @@ IDP_PROXY_<SECTION>_<KEY> (IDP_PROXY_IDP_CLIENT_SECRET, IDP_PROXY_UPSTREAM_URL)
 and the flags below, which win over both.`,
 		SilenceUsage: true,
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	pf := cmd.PersistentFlags()
-	pf.StringVarP(&g.config, "config", "c", envValue(d.environ, proxy.EnvConfigFile), "YAML configuration file (env IDP_PROXY_CONFIG)")
+	pf.StringVarP(&g.config, "config", "c", envValue(d.environ, config.EnvConfigFile), "YAML configuration file (env IDP_PROXY_CONFIG)")
 	pf.StringVar(&g.listen, "listen", "", "address to serve the proxy on (config: listen)")
 	pf.StringVar(&g.upstream, "upstream", "", "URL of the upstream service (config: upstream.url)")
 	pf.StringVar(&g.metricsListen, "metrics-listen", "", `address of /healthz, /readyz, /metrics; "off" disables (config: metrics_listen)`)
-	load := func(cmd *cobra.Command, path string) (proxy.Config, error) {
-		o := proxy.LoadOptions{Env: d.environ, Overrides: map[string]any{}}
+	load := func(cmd *cobra.Command, path string) (config.File, error) {
+		o := config.LoadOptions{Env: d.environ, Overrides: map[string]any{}}
 		f := cmd.Flags()
 		if f.Changed("listen") {
 			o.Overrides["listen"] = g.listen
@@ -86,7 +92,7 @@ and the flags below, which win over both.`,
 			}
 			o.Overrides["metrics_listen"] = v
 		}
-		return proxy.Load(path, o)
+		return config.Load(path, o)
 	}
 	cmd.AddCommand(
 		newServeCmd(d, &g, load),
@@ -98,7 +104,7 @@ and the flags below, which win over both.`,
 	return cmd
 }
 
-type loadFunc func(cmd *cobra.Command, path string) (proxy.Config, error)
+type loadFunc func(cmd *cobra.Command, path string) (config.File, error)
 
 func envValue(environ []string, name string) string {
 	for _, kv := range environ {
@@ -122,7 +128,8 @@ func newVersionCmd() *cobra.Command {
 }
 
 func newCheckConfigCmd(g *globalFlags, load loadFunc) *cobra.Command {
-	return &cobra.Command{
+	var effective, noSecrets bool
+	cmd := &cobra.Command{
 		Use:   "check-config [FILE]",
 		Short: "Validate the configuration and print the compiled rule table",
 		Long: `check-config loads the configuration (FILE, or --config, plus the
@@ -130,7 +137,10 @@ environment and flags) exactly as serve does, validates every key, compiles
 the rules (conflicting patterns are errors naming both rules) and prints the
 rule table in the order requests are judged. It contacts neither the
 identity provider nor the upstream. Exit status 1 when the configuration is
-invalid.`,
+invalid. With --effective it prints instead the effective configuration as
+JSON (every default applied, secrets redacted). --no-secrets checks a deploy
+file whose secrets come from the environment or from files mounted at deploy
+time: secret files are not read and missing secrets are not errors.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := g.config
@@ -141,11 +151,16 @@ invalid.`,
 			if err != nil {
 				return err
 			}
-			table, err := proxy.Check(cfg)
+			table, err := cfg.CheckWith(config.CheckOptions{NoSecrets: noSecrets})
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if effective {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(cfg.Effective())
+			}
 			name := path
 			if name == "" {
 				name = "(environment only)"
@@ -159,10 +174,13 @@ invalid.`,
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&noSecrets, "no-secrets", false, "do not read secret files nor require secrets (they come at deploy time)")
+	cmd.Flags().BoolVar(&effective, "effective", false, "print the effective configuration as JSON (secrets redacted) instead of the rule table")
+	return cmd
 }
 
 // newLogger builds the process logger on w from the log section.
-func newLogger(c proxy.LogConfig, w io.Writer) (*slog.Logger, error) {
+func newLogger(c config.Log, w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, fmt.Errorf("idp-proxy: log.level: %w", err)

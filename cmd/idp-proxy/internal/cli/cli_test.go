@@ -27,7 +27,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
-var svc = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"creator"}}
+var svc = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"creator"}, ServiceAccount: true}
 
 // run executes the command with args and returns stdout, stderr and the
 // error.
@@ -202,6 +202,10 @@ func TestVersion(t *testing.T) {
 	out, _, err := run(t, deps{}, "version")
 	if err != nil || !strings.HasPrefix(out, "idp-proxy ") {
 		t.Fatalf("%q %v", out, err)
+	}
+	flag, _, err := run(t, deps{}, "--version")
+	if err != nil || flag != out {
+		t.Fatalf("--version printed %q (%v), version printed %q", flag, err, out)
 	}
 }
 

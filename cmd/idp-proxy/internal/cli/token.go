@@ -10,13 +10,13 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
-	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // idpConfig returns the provider settings of cfg, checking only what the
 // token and verify commands need (the upstream may be unset).
-func idpConfig(cfg proxy.Config) (idp.Config, error) {
+func idpConfig(cfg config.File) (idp.Config, error) {
 	ic, err := cfg.PluginConfig()
 	if err != nil {
 		return idp.Config{}, err
@@ -26,7 +26,7 @@ func idpConfig(cfg proxy.Config) (idp.Config, error) {
 		{"idp.server_url", ic.ServerURL}, {"idp.realm", ic.Realm}, {"idp.client_id", ic.ClientID},
 	} {
 		if f.v == "" {
-			errs = append(errs, fmt.Errorf("idp-proxy: %s is required (config file or %s)", f.key, proxy.EnvName(f.key)))
+			errs = append(errs, fmt.Errorf("idp-proxy: %s is required (config file or %s)", f.key, config.EnvName(f.key)))
 		}
 	}
 	if ic.HTTPTimeout <= 0 {
@@ -45,7 +45,7 @@ idp.client_id and idp.client_secret (or idp.client_secret_file, or
 IDP_PROXY_IDP_CLIENT_SECRET) from {server_url}/realms/{realm}/protocol/openid-connect/token
 and prints it alone on stdout, for scripts:
 
-  curl -H "Authorization: Bearer $(idp-proxy token -c proxy.yaml)" http://127.0.0.1:4180/shorten`,
+  curl -H "Authorization: Bearer $(idp-proxy token -c config.yaml)" http://127.0.0.1:4180/shorten`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := load(cmd, g.config)

@@ -61,7 +61,7 @@ configured rules (which needs the whole configuration) and adds
 {rule, decision, status, user} under "request"; status is the proxy's answer,
 0 when it would forward. It then exits 1 when the request would be refused.
 
-  idp-proxy verify -c proxy.yaml --request "POST /shorten" "$TOKEN"`,
+  idp-proxy verify -c config.yaml --request "POST /shorten" "$TOKEN"`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := load(cmd, g.config)
@@ -79,19 +79,22 @@ configured rules (which needs the whole configuration) and adds
 			ic.Logger = slog.New(slog.DiscardHandler)
 			ctx, cancel := context.WithTimeout(cmd.Context(), ic.HTTPTimeout)
 			defer cancel()
-			var px *proxy.Proxy
-			var p *idp.Plugin
 			if request != "" {
-				if px, err = proxy.New(ctx, cfg, proxy.Options{}); err != nil {
+				// Judging a request needs the whole configuration.
+				if _, err := cfg.Check(); err != nil {
 					return err
 				}
-				defer px.Close()
-				p = px.Plugin()
-			} else {
-				if p, err = idp.New(ctx, ic); err != nil {
+			}
+			p, err := idp.New(ctx, ic)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			var px *proxy.Proxy
+			if request != "" {
+				if px, err = proxy.New(p, cfg.Proxy(), proxy.Options{}); err != nil {
 					return err
 				}
-				defer p.Close()
 			}
 			v := verdict{Issuer: p.Issuer()}
 			var tp *idp.TokenPayload

@@ -39,7 +39,7 @@ type config struct {
 	LogFormat       string // auto | json | text
 	LogLevel        slog.Level
 	AccessLog       bool
-	MetricsListen   string // "" = /metrics on the main listener; "off" = none
+	MetricsListen   string // an address, metricsOnAPI (/metrics on the API listener) or "off"
 	TrustIdentity   bool
 	IdentityHeader  string
 	ShutdownTimeout time.Duration
@@ -65,6 +65,14 @@ func Main() int {
 	return 0
 }
 
+// Metrics listener settings. /metrics has its own loopback listener by
+// default: behind idp-proxy's example rules every GET /{code} is public,
+// and /metrics on the API port would be public with it.
+const (
+	defaultMetricsListen = "127.0.0.1:9091"
+	metricsOnAPI         = "api"
+)
+
 // NewRootCmd returns the shortener command. Every call returns an
 // independent command with its own viper instance.
 func NewRootCmd() *cobra.Command {
@@ -78,8 +86,9 @@ func NewRootCmd() *cobra.Command {
 func newRootCmd(runFn func(context.Context, config, io.Writer) error) *cobra.Command {
 	v := viper.New()
 	cmd := &cobra.Command{
-		Use:   "shortener",
-		Short: "URL shortener service (POST /shorten, GET /{code}, GET /health)",
+		Use:     "shortener",
+		Version: buildinfo.String(),
+		Short:   "URL shortener service (POST /shorten, GET /{code}, GET /health)",
 		Long: `shortener serves a JSON API that issues short codes for URLs and redirects them.
 
 Every flag can also be set with an environment variable: SHORTENER_ followed
@@ -110,6 +119,7 @@ Identity (pick at most one):
 			return runFn(cmd.Context(), cfg, cmd.ErrOrStderr())
 		},
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	f := cmd.Flags()
 	f.String("listen", "127.0.0.1:8000", "address to serve the API on")
 	f.String("store", "bolt:./data/shortener.db", "link store: bolt:PATH, PATH, postgres://..., or memory:")
@@ -117,7 +127,7 @@ Identity (pick at most one):
 	f.String("log-format", "auto", "log format: json, text, or auto (text on a terminal, json otherwise)")
 	f.String("log-level", "info", "log level: debug, info, warn, error")
 	f.Bool("access-log", true, "log every request (method, path, status, size, duration; never query strings or headers)")
-	f.String("metrics-listen", "", `address of a separate Prometheus /metrics listener; "" serves /metrics on --listen, "off" disables it`)
+	f.String("metrics-listen", defaultMetricsListen, `address of the Prometheus /metrics listener (keep it off the public port); "api" serves /metrics on --listen as well, "off" disables it`)
 	f.Bool("trust-identity-headers", false, "record the identity header of requests as the link's creator; ONLY behind a proxy that sets it and strips client copies")
 	f.String("identity-header", "X-Auth-Request-User", "header read when --trust-identity-headers is on")
 	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
@@ -207,6 +217,9 @@ func loadConfig(v *viper.Viper) (config, error) {
 	}
 	if cfg.Listen == "" {
 		errs = append(errs, errors.New("shortener: listen: empty address"))
+	}
+	if cfg.MetricsListen == "" {
+		errs = append(errs, fmt.Errorf("shortener: metrics-listen: empty: give an address (default %s), %q to serve /metrics on --listen, or \"off\"", defaultMetricsListen, metricsOnAPI))
 	}
 	if cfg.TrustIdentity && (cfg.IdentityHeader == "" || strings.ContainsAny(cfg.IdentityHeader, " :\t\r\n")) {
 		errs = append(errs, fmt.Errorf("shortener: identity-header %q is not a header name", cfg.IdentityHeader))
@@ -299,7 +312,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 		return fmt.Errorf("shortener: listen: %w", err)
 	}
 	listeners := []server.Listener{{Name: "api", Listener: ln}}
-	if cfg.MetricsListen != "" && cfg.MetricsListen != "off" {
+	if cfg.MetricsListen != metricsOnAPI && cfg.MetricsListen != "off" {
 		mln, err := lc.Listen(ctx, "tcp", cfg.MetricsListen)
 		if err != nil {
 			_ = ln.Close()
@@ -359,6 +372,12 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
 	opts := shortener.Options{BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL}
 	if plugin != nil {
+		var guards []idp.Guard
+		if len(cfg.IDPCreateRoles) > 0 {
+			guards = append(guards, idp.RequireRoles(idp.MatchAny, cfg.IDPCreateRoles...))
+		}
+		// The handler applies it to the routes that need an identity.
+		opts.Authenticate = plugin.Require(guards...)
 		opts.Owner = func(r *http.Request) string {
 			if u, ok := idp.UserFrom(r.Context()); ok {
 				return u.Sub
@@ -383,22 +402,7 @@ func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slo
 		accessLog = log
 	}
 	h := svc.Handler()
-	if plugin != nil {
-		var guards []idp.Guard
-		if len(cfg.IDPCreateRoles) > 0 {
-			guards = append(guards, idp.RequireRoles(idp.MatchAny, cfg.IDPCreateRoles...))
-		}
-		protected := plugin.Require(guards...)(h)
-		public := h
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/shorten" && r.Method == http.MethodPost {
-				protected.ServeHTTP(w, r)
-				return
-			}
-			public.ServeHTTP(w, r)
-		})
-	}
-	if m != nil && cfg.MetricsListen == "" {
+	if m != nil && cfg.MetricsListen == metricsOnAPI {
 		svcH, mh := h, metricsHandler
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/metrics" {

@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second,
-		CacheSize: 100_000, CacheTTL: time.Minute}
+		CacheSize: 100_000, CacheTTL: time.Minute, MetricsListen: "127.0.0.1:9091"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v, want %+v", cfg, want)
 	}
@@ -176,7 +176,7 @@ func startRun(t *testing.T, cfg config) (string, func() error, *syncBuffer) {
 }
 
 func baseConfig(store string) config {
-	return config{Listen: "127.0.0.1:0", Store: store, LogFormat: "json", AccessLog: true, ShutdownTimeout: 5 * time.Second}
+	return config{Listen: "127.0.0.1:0", Store: store, LogFormat: "json", AccessLog: true, ShutdownTimeout: 5 * time.Second, MetricsListen: metricsOnAPI}
 }
 
 func TestRunServesAndShutsDown(t *testing.T) {
@@ -227,6 +227,30 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Get(context.Background(), c.ShortCode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// /metrics is never on the public API port unless asked for: by default
+// it has its own loopback listener.
+func TestMetricsOffThePublicPortByDefault(t *testing.T) {
+	cfg, err := capture(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MetricsListen != defaultMetricsListen {
+		t.Fatalf("default metrics-listen %q", cfg.MetricsListen)
+	}
+	h, _, err := newHandlers(cfg, memstore.New(), nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code == http.StatusOK {
+		t.Fatalf("GET /metrics on the API handler = 200 with the default settings")
+	}
+	if _, err := capture(t, "--metrics-listen", ""); err == nil || !strings.Contains(err.Error(), "metrics-listen") {
+		t.Fatalf("empty metrics-listen: %v", err)
 	}
 }
 

@@ -1,8 +1,9 @@
-// Package demo runs the whole stack on loopback in one process: a
-// development identity provider with Keycloak's paths (pkg/idp/idptest),
-// the shortener on its embedded bbolt store, and idp-proxy in front of it.
-// It is what `make demo` starts; nothing in it is meant for production.
-package demo
+// The demo runs the whole stack on loopback in one process: a development
+// identity provider with Keycloak's paths (pkg/idp/idptest), the shortener
+// on its embedded bbolt store, and idp-proxy in front of it. It is what
+// `make demo` starts; nothing in it is meant for production.
+
+package main
 
 import (
 	"context"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
@@ -123,7 +125,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		},
 		Clients: []idptest.Client{
 			{ID: WebClientID, Secret: WebClientSecret, RedirectURIs: []string{proxyURL + "/auth/callback"}},
-			{ID: ServiceClientID, Secret: ServiceClientSecret, RealmRoles: []string{CreatorRole}},
+			{ID: ServiceClientID, Secret: ServiceClientSecret, RealmRoles: []string{CreatorRole}, ServiceAccount: true},
 		},
 	})
 	if err != nil {
@@ -153,34 +155,38 @@ func Run(ctx context.Context, o Options) (err error) {
 	if _, err := rand.Read(secret); err != nil {
 		return fmt.Errorf("demo: session secret: %w", err)
 	}
+	plugin, err := idp.New(ctx, idp.Config{
+		ServerURL:         provider.URL,
+		Realm:             Realm,
+		ClientID:          WebClientID,
+		ClientSecret:      WebClientSecret,
+		IncludeRoutes:     true,
+		RedirectURI:       proxyURL + "/auth/callback",
+		SessionSecret:     []byte(hex.EncodeToString(secret)),
+		OptionalAudiences: []string{ServiceClientID},
+		Logger:            log.With("component", "idp-proxy"),
+	})
+	if err != nil {
+		return err
+	}
+	defer plugin.Close()
 	cfg := proxy.DefaultConfig()
-	cfg.Listen = proxyLn.Addr().String()
-	cfg.MetricsListen = opsLn.Addr().String()
 	cfg.Upstream.URL = "http://" + shortLn.Addr().String()
-	cfg.IDP.ServerURL = provider.URL
-	cfg.IDP.Realm = Realm
-	cfg.IDP.ClientID = WebClientID
-	cfg.IDP.ClientSecret = WebClientSecret
-	cfg.IDP.IncludeRoutes = true
-	cfg.IDP.RedirectURI = proxyURL + "/auth/callback"
-	cfg.IDP.SessionSecret = hex.EncodeToString(secret)
-	cfg.IDP.OptionalAudiences = []string{ServiceClientID}
 	cfg.Headers.User = identityHeader
 	cfg.Routes = []proxy.RouteConfig{
 		{Match: "GET /health", Public: true},
 		{Match: "GET /{code}", Public: true},
 		{Match: "POST /shorten", Roles: []string{CreatorRole}},
 	}
-	px, err := proxy.New(ctx, cfg, proxy.Options{
+	px, err := proxy.New(plugin, cfg, proxy.Options{
 		Logger:    log.With("component", "idp-proxy"),
 		AccessLog: log.With("component", "idp-proxy", "log", "access"),
 	})
 	if err != nil {
 		return err
 	}
-	defer px.Close()
 	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)
-	err = px.Plugin().WaitReady(readyCtx)
+	err = plugin.WaitReady(readyCtx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("demo: the proxy could not load the provider's keys: %w", err)

@@ -1,4 +1,4 @@
-package proxy
+package config
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // EnvPrefix starts the name of every environment override:
@@ -39,14 +41,14 @@ type LoadOptions struct {
 // Load reads the YAML file at path ("" for none: defaults, environment and
 // overrides only), applies the environment and the overrides, and decodes
 // the result strictly: unknown keys are errors. Precedence, highest first:
-// overrides, environment, file, DefaultConfig. Durations are Go durations
-// ("90s", "1h") or plain numbers of seconds. Load checks types only; New
-// and Check check the rest.
-func Load(path string, o LoadOptions) (Config, error) {
+// overrides, environment, file, Default. Durations are Go durations
+// ("90s", "1h") or plain numbers of seconds. Load checks types only;
+// File.Check checks the rest.
+func Load(path string, o LoadOptions) (File, error) {
 	v := viper.New()
 	v.SetConfigType("yaml")
 	keys := knownKeys()
-	def := DefaultConfig()
+	def := Default()
 	for _, k := range keys {
 		if val, ok := lookup(reflect.ValueOf(def), k); ok {
 			v.SetDefault(k, val)
@@ -56,11 +58,14 @@ func Load(path string, o LoadOptions) (Config, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return Config{}, fmt.Errorf("proxy: config: %w", err)
+			return File{}, fmt.Errorf("proxy: config: %w", err)
 		}
 		raw = b
+		if err := checkDocument(path, b); err != nil {
+			return File{}, err
+		}
 		if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
-			return Config{}, fmt.Errorf("proxy: config %s: %w", path, err)
+			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
 		}
 	}
 	envNames := make(map[string]string, len(keys))
@@ -75,18 +80,28 @@ func Load(path string, o LoadOptions) (Config, error) {
 		}
 		k, known := envNames[name]
 		if !known {
-			errs = append(errs, fmt.Errorf("proxy: environment: unknown variable %s (routes cannot be set from the environment)", name))
+			msg := fmt.Sprintf("proxy: environment: unknown variable %s (routes cannot be set from the environment)", name)
+			if s := closest(strings.TrimPrefix(name, EnvPrefix), envSuffixes(keys)); s != "" {
+				msg = fmt.Sprintf("proxy: environment: unknown variable %s (did you mean %s%s?)", name, EnvPrefix, strings.ToUpper(s))
+			}
+			errs = append(errs, errors.New(msg))
 			continue
+		}
+		if t, ok := fieldType(k); ok && t.Kind() != reflect.Slice {
+			if err := checkScalar(t, val); err != nil {
+				errs = append(errs, fmt.Errorf("proxy: environment variable %s (%s): %w", name, k, err))
+				continue
+			}
 		}
 		v.Set(k, val)
 	}
 	if len(errs) > 0 {
-		return Config{}, errors.Join(errs...)
+		return File{}, errors.Join(errs...)
 	}
 	for k, val := range o.Overrides {
 		v.Set(k, val)
 	}
-	var c Config
+	var c File
 	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
 		dc.ErrorUnused = true
 		dc.DecodeHook = mapstructure.ComposeDecodeHookFunc(
@@ -95,20 +110,20 @@ func Load(path string, o LoadOptions) (Config, error) {
 		)
 	})
 	if err != nil {
-		return Config{}, fmt.Errorf("proxy: config %s: %w", displayPath(path), err)
+		return File{}, fmt.Errorf("proxy: config %s: %w", displayPath(path), err)
 	}
 	if raw != nil && len(c.Routes) > 0 {
 		// viper lower-cases every map key, the client IDs of client_roles
 		// included; client IDs are case-sensitive, so the routes are
 		// decoded again from the YAML as written.
 		var doc struct {
-			Routes []RouteConfig  `yaml:"routes"`
-			Rest   map[string]any `yaml:",inline"`
+			Routes []proxy.RouteConfig `yaml:"routes"`
+			Rest   map[string]any      `yaml:",inline"`
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		dec.KnownFields(true)
 		if err := dec.Decode(&doc); err != nil {
-			return Config{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
+			return File{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
 		}
 		if len(doc.Routes) == len(c.Routes) {
 			c.Routes = doc.Routes
@@ -117,13 +132,21 @@ func Load(path string, o LoadOptions) (Config, error) {
 	return c, nil
 }
 
+// envSuffixes are the environment names of keys without EnvPrefix, lower
+// case, for suggestions.
+func envSuffixes(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strings.ToLower(strings.TrimPrefix(EnvName(k), EnvPrefix))
+	}
+	return out
+}
+
 // EnvName returns the environment variable of a dotted key:
 // "idp.client_secret" is IDP_PROXY_IDP_CLIENT_SECRET.
 func EnvName(key string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
-
-var durationType = reflect.TypeFor[time.Duration]()
 
 // durationHook decodes durations from Go duration strings or from numbers
 // of seconds (the specification gives jwks_cache_ttl and http_timeout in
@@ -189,7 +212,7 @@ func knownKeys() []string {
 			out = append(out, prefix+tag)
 		}
 	}
-	walk(reflect.TypeFor[Config](), "")
+	walk(reflect.TypeFor[File](), "")
 	sort.Strings(out)
 	return out
 }

@@ -1,6 +1,7 @@
-package proxy
+package config
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,21 +11,25 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
-const examplePath = "../../config.example.yaml"
+const examplePath = "../../../../config.example.yaml"
+
+var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	c, err := Load(examplePath, LoadOptions{})
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
-	if _, err := Check(c); err != nil {
+	if _, err := c.Check(); err != nil {
 		t.Fatalf("Check: %v", err)
 	}
 	// The example documents the defaults: loading it must give
 	// DefaultConfig for every key the example does not deliberately set.
-	want := DefaultConfig()
+	want := Default()
 	want.Upstream.URL = "http://127.0.0.1:8000"
 	want.IDP.ServerURL, want.IDP.Realm, want.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
 	want.IDP.OptionalAudiences = []string{"svc-reporter"}
@@ -73,7 +78,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 			seen[k] = true
 		}
 	}
-	rt := reflect.TypeFor[RouteConfig]()
+	rt := reflect.TypeFor[proxy.RouteConfig]()
 	for i := range rt.NumField() {
 		if tag := rt.Field(i).Tag.Get("yaml"); !seen[tag] {
 			t.Errorf("no example rule shows routes[].%s", tag)
@@ -100,7 +105,7 @@ func TestLoadDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := Default()
 	want.Upstream.URL = "http://127.0.0.1:8000"
 	want.IDP.ServerURL, want.IDP.Realm, want.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
 	if !reflect.DeepEqual(c, want) {
@@ -138,7 +143,7 @@ func TestLoadEnvironmentAndOverrides(t *testing.T) {
 		{"headers.email disabled", c.Headers.Email, ""},
 		{"listen: flag over env over file", c.Listen, "127.0.0.1:3333"},
 		{"max_body_bytes", c.Server.MaxBodyBytes, int64(1024)},
-		{"untouched default", c.Headers.User, DefaultUserHeader},
+		{"untouched default", c.Headers.User, proxy.DefaultUserHeader},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -216,20 +221,20 @@ func TestSecretsFromFiles(t *testing.T) {
 		t.Fatalf("secrets = %q, %q", ic.ClientSecret, ic.SessionSecret)
 	}
 	c.IDP.ClientSecretFile = filepath.Join(dir, "nope")
-	if _, err := Check(c); err == nil || !strings.Contains(err.Error(), "idp.client_secret_file") {
+	if _, err := c.Check(); err == nil || !strings.Contains(err.Error(), "idp.client_secret_file") {
 		t.Fatalf("missing secret file: %v", err)
 	}
 	empty := filepath.Join(dir, "empty")
 	_ = os.WriteFile(empty, []byte("\n"), 0o600)
 	c.IDP.ClientSecretFile = empty
-	if _, err := Check(c); err == nil || !strings.Contains(err.Error(), "is empty") {
+	if _, err := c.Check(); err == nil || !strings.Contains(err.Error(), "is empty") {
 		t.Fatalf("empty secret file: %v", err)
 	}
 }
 
 // validConfig is a complete configuration for tests.
-func validConfig() Config {
-	c := DefaultConfig()
+func validConfig() File {
+	c := Default()
 	c.Upstream.URL = "http://127.0.0.1:8000"
 	c.IDP.ServerURL, c.IDP.Realm, c.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
 	return c
@@ -238,58 +243,63 @@ func validConfig() Config {
 func TestCheckRejectsBadValues(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(c *Config)
+		mutate func(c *File)
 		want   string
 	}{
-		{"no upstream", func(c *Config) { c.Upstream.URL = "" }, "upstream.url is required"},
-		{"upstream scheme", func(c *Config) { c.Upstream.URL = "ftp://x" }, "upstream.url"},
-		{"upstream query", func(c *Config) { c.Upstream.URL = "http://x/?a=1" }, "upstream.url"},
-		{"negative timeout", func(c *Config) { c.Upstream.Timeout = -time.Second }, "upstream.timeout"},
-		{"listen", func(c *Config) { c.Listen = "4180" }, "listen"},
-		{"metrics on listen", func(c *Config) { c.MetricsListen = c.Listen }, "metrics_listen must differ"},
-		{"default policy", func(c *Config) { c.DefaultPolicy = "allow" }, "default_policy"},
-		{"token location", func(c *Config) { c.IDP.TokenLocation = "query" }, "idp.token_location"},
-		{"two secrets", func(c *Config) { c.IDP.ClientSecret, c.IDP.ClientSecretFile = "a", "b" }, "exclusive"},
-		{"server url", func(c *Config) { c.IDP.ServerURL = "" }, "server_url is required"},
-		{"realm", func(c *Config) { c.IDP.Realm = "" }, "realm is required"},
-		{"client id", func(c *Config) { c.IDP.ClientID = "" }, "client_id is required"},
-		{"hs256", func(c *Config) { c.IDP.Algorithms = []string{"HS256"} }, "symmetric"},
-		{"excluded path", func(c *Config) { c.IDP.ExcludedPaths = []string{"health"} }, "idp.excluded_paths"},
-		{"excluded dot path", func(c *Config) { c.IDP.ExcludedPaths = []string{"/a/../b"} }, "idp.excluded_paths"},
-		{"header name", func(c *Config) { c.Headers.User = "X User" }, "headers.user"},
-		{"reserved header", func(c *Config) { c.Headers.Email = "Authorization" }, "reserved"},
-		{"duplicate header", func(c *Config) { c.Headers.Email = "x_auth_request_user" }, "same header"},
-		{"tls half", func(c *Config) { c.TLS.CertFile = "c.pem" }, "tls.cert_file"},
-		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format"},
-		{"log level", func(c *Config) { c.Log.Level = "loud" }, "log.level"},
-		{"negative server timeout", func(c *Config) { c.Server.IdleTimeout = -1 }, "server.idle_timeout"},
-		{"include_routes without redirect_uri", func(c *Config) {
+		{"no upstream", func(c *File) { c.Upstream.URL = "" }, "upstream.url is required"},
+		{"upstream scheme", func(c *File) { c.Upstream.URL = "ftp://x" }, "upstream.url"},
+		{"upstream query", func(c *File) { c.Upstream.URL = "http://x/?a=1" }, "upstream.url"},
+		{"negative timeout", func(c *File) { c.Upstream.Timeout = -time.Second }, "upstream.timeout"},
+		{"listen", func(c *File) { c.Listen = "4180" }, "listen"},
+		{"metrics on listen", func(c *File) { c.MetricsListen = c.Listen }, "metrics_listen must differ"},
+		{"default policy", func(c *File) { c.DefaultPolicy = "allow" }, "default_policy"},
+		{"token location", func(c *File) { c.IDP.TokenLocation = "query" }, "idp.token_location"},
+		{"two secrets", func(c *File) { c.IDP.ClientSecret, c.IDP.ClientSecretFile = "a", "b" }, "exclusive"},
+		{"server url", func(c *File) { c.IDP.ServerURL = "" }, "server_url is required"},
+		{"realm", func(c *File) { c.IDP.Realm = "" }, "realm is required"},
+		{"client id", func(c *File) { c.IDP.ClientID = "" }, "client_id is required"},
+		{"hs256", func(c *File) { c.IDP.Algorithms = []string{"HS256"} }, "symmetric"},
+		{"excluded path", func(c *File) { c.IDP.ExcludedPaths = []string{"health"} }, "idp.excluded_paths"},
+		{"excluded dot path", func(c *File) { c.IDP.ExcludedPaths = []string{"/a/../b"} }, "idp.excluded_paths"},
+		{"header name", func(c *File) { c.Headers.User = "X User" }, "headers.user"},
+		{"reserved header", func(c *File) { c.Headers.Email = "Authorization" }, "reserved"},
+		{"duplicate header", func(c *File) { c.Headers.Email = "x_auth_request_user" }, "same header"},
+		{"tls half", func(c *File) { c.TLS.CertFile = "c.pem" }, "tls.cert_file"},
+		{"log format", func(c *File) { c.Log.Format = "xml" }, "log.format"},
+		{"tls min version", func(c *File) { c.TLS.MinVersion = "1.0" }, "tls.min_version"},
+		{"negative drain delay", func(c *File) { c.Server.DrainDelay = -time.Second }, "server.drain_delay"},
+		{"half a client certificate", func(c *File) { c.Upstream.ClientKeyFile = "k.pem" }, "upstream.client_cert_file and upstream.client_key_file"},
+		{"log level", func(c *File) { c.Log.Level = "loud" }, "log.level"},
+		{"negative server timeout", func(c *File) { c.Server.IdleTimeout = -1 }, "server.idle_timeout"},
+		{"include_routes without redirect_uri", func(c *File) {
 			c.IDP.IncludeRoutes, c.IDP.SessionSecret = true, strings.Repeat("s", 32)
 		}, "redirect_uri is required"},
-		{"include_routes without session secret", func(c *Config) {
+		{"include_routes without session secret", func(c *File) {
 			c.IDP.IncludeRoutes, c.IDP.RedirectURI = true, "http://127.0.0.1:4180/auth/callback"
 		}, "session secret"},
-		{"include_routes at the root", func(c *Config) {
+		{"include_routes at the root", func(c *File) {
 			c.IDP.IncludeRoutes, c.IDP.AuthPrefix = true, "/"
 		}, "auth_prefix must not be"},
-		{"rule without match", func(c *Config) { c.Routes = []RouteConfig{{}} }, "routes[0]: match is required"},
-		{"bad pattern", func(c *Config) { c.Routes = []RouteConfig{{Match: "GET  x"}} }, `routes[0] "GET  x": invalid pattern`},
-		{"public with roles", func(c *Config) { c.Routes = []RouteConfig{{Match: "/x", Public: true, Roles: []string{"a"}}} }, "public excludes"},
-		{"bad strategy", func(c *Config) { c.Routes = []RouteConfig{{Match: "/x", Roles: []string{"a"}, Strategy: "most"}} }, "strategy"},
-		{"empty role", func(c *Config) { c.Routes = []RouteConfig{{Match: "/x", Roles: []string{""}}} }, "empty name"},
-		{"client without roles", func(c *Config) { c.Routes = []RouteConfig{{Match: "/x", ClientRoles: map[string][]string{"c": nil}}} }, "no roles"},
-		{"conflict", func(c *Config) {
-			c.Routes = []RouteConfig{{Match: "GET /{code}", Public: true}, {Match: "/health", Public: true}}
+		{"rule without match", func(c *File) { c.Routes = []proxy.RouteConfig{{}} }, "routes[0]: match is required"},
+		{"bad pattern", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "GET  x"}} }, `routes[0] "GET  x": invalid pattern`},
+		{"public with roles", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "/x", Public: true, Roles: []string{"a"}}} }, "public excludes"},
+		{"bad strategy", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "/x", Roles: []string{"a"}, Strategy: "most"}} }, "strategy"},
+		{"empty role", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "/x", Roles: []string{""}}} }, "empty name"},
+		{"client without roles", func(c *File) {
+			c.Routes = []proxy.RouteConfig{{Match: "/x", ClientRoles: map[string][]string{"c": nil}}}
+		}, "no roles"},
+		{"conflict", func(c *File) {
+			c.Routes = []proxy.RouteConfig{{Match: "GET /{code}", Public: true}, {Match: "/health", Public: true}}
 		}, `routes[1] "/health" conflicts with routes[0] "GET /{code}"`},
-		{"duplicate", func(c *Config) {
-			c.Routes = []RouteConfig{{Match: "POST /shorten"}, {Match: "GET /x"}, {Match: "POST /shorten", Roles: []string{"a"}}}
+		{"duplicate", func(c *File) {
+			c.Routes = []proxy.RouteConfig{{Match: "POST /shorten"}, {Match: "GET /x"}, {Match: "POST /shorten", Roles: []string{"a"}}}
 		}, `routes[2] "POST /shorten" conflicts with routes[0] "POST /shorten"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validConfig()
 			tt.mutate(&c)
-			_, err := Check(c)
+			_, err := c.Check()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v\nwant one containing %q", err, tt.want)
 			}
@@ -314,14 +324,98 @@ func TestCheckReportsEveryProblem(t *testing.T) {
 	c.DefaultPolicy = "allow"
 	c.IDP.ServerURL = ""
 	c.Headers.Roles = "Bad Header"
-	c.Routes = []RouteConfig{{Match: "/x", Strategy: "any"}}
-	_, err := Check(c)
+	c.Routes = []proxy.RouteConfig{{Match: "/x", Strategy: "any"}}
+	_, err := c.Check()
 	if err == nil {
 		t.Fatal("accepted")
 	}
 	for _, want := range []string{"default_policy", "server_url is required", "headers.roles", "strategy without roles"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestRuleTableGolden compiles the example configuration's rules and
+// compares the table check-config prints with testdata/ruletable.golden.
+func TestRuleTableGolden(t *testing.T) {
+	c, err := Load(examplePath, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.IDP.ExcludedPaths = []string{"/robots.txt"}
+	got, err := c.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "ruletable.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestRuleTableGolden -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("rule table changed:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Mistakes are reported where they were made: the file's line and column
+// with the closest known key, the environment variable by name.
+func TestLoadPointsAtMistakes(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		env        []string
+		want       []string
+	}{
+		{"top-level typo", minimalYAML + "listne: 127.0.0.1:1\n", nil, []string{"c.yaml:4:1", `unknown key "listne"`, `did you mean "listen"`}},
+		{"section typo", minimalYAML + "headers:\n  usr: X-User\n", nil, []string{"c.yaml:5:3", `"headers.usr"`, `did you mean "headers.user"`}},
+		{"rule typo", minimalYAML + "routes:\n  - match: GET /x\n    role: [a]\n", nil, []string{"c.yaml:6:5", `"routes[0].role"`, `did you mean "routes[0].roles"`}},
+		{"idp typo", "idp:\n  server_ulr: http://x\n", nil, []string{"c.yaml:2:3", `did you mean "idp.server_url"`}},
+		{"bad duration with line", minimalYAML + "server:\n  read_timeout: soon\n", nil, []string{"c.yaml:5:17", "server.read_timeout", `"soon" is not a duration`}},
+		{"bad bool with line", minimalYAML + "headers: {forward_token: maybe}\n", nil, []string{"c.yaml:4:", "headers.forward_token", "not true or false"}},
+		{"section not a mapping", minimalYAML + "server: 5\n", nil, []string{"c.yaml:4:9", "server must be a mapping"}},
+		{"env bad duration", minimalYAML, []string{"IDP_PROXY_SERVER_READ_TIMEOUT=soon"}, []string{"environment variable IDP_PROXY_SERVER_READ_TIMEOUT", "server.read_timeout", `"soon"`}},
+		{"env bad bool", minimalYAML, []string{"IDP_PROXY_HEADERS_FORWARD_TOKEN=maybe"}, []string{"IDP_PROXY_HEADERS_FORWARD_TOKEN", "not true or false"}},
+		{"env typo", minimalYAML, []string{"IDP_PROXY_IDP_CLIENT_SECRE=x"}, []string{"IDP_PROXY_IDP_CLIENT_SECRE", "did you mean IDP_PROXY_IDP_CLIENT_SECRET"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeFile(t, "c.yaml", tt.yaml), LoadOptions{Env: tt.env})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if len(tt.env) > 0 && strings.Contains(err.Error(), "c.yaml") {
+				t.Errorf("an environment mistake blamed on the file: %v", err)
+			}
+		})
+	}
+}
+
+func TestCheckValidatesPorts(t *testing.T) {
+	for _, tc := range []struct {
+		mutate func(*File)
+		want   string
+	}{
+		{func(f *File) { f.Listen = "127.0.0.1:70000" }, "not a TCP port"},
+		{func(f *File) { f.MetricsListen = "127.0.0.1:-1" }, "metrics_listen"},
+		{func(f *File) { f.Listen = "127.0.0.1:nope" }, "not a number or a known service"},
+		{func(f *File) { f.Upstream.URL = "http://127.0.0.1:0" }, "upstream.url"},
+		{func(f *File) { f.IDP.ServerURL = "http://127.0.0.1:123456" }, "server_url"},
+		{func(f *File) { f.IDP.ServerURL = "https://sso.example.com/realms/demo" }, "already names a realm"},
+	} {
+		c := validConfig()
+		tc.mutate(&c)
+		if _, err := c.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want %q", err, tc.want)
 		}
 	}
 }

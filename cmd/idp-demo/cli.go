@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"syscall"
 )
 
-// Main parses args, runs the demo until SIGINT or SIGTERM and returns the
+// run parses args, runs the demo until SIGINT or SIGTERM and returns the
 // exit code. Logs go to stderr, the banner to stdout.
-func Main(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("idp-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o Options

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,6 +64,10 @@ func TestDemoFlow(t *testing.T) {
 		AccessToken string `json:"access_token"`
 	}
 	decode(t, resp, http.StatusOK, &tok)
+
+	// The README's idp-proxy commands, with the file they name
+	// (examples/demo-proxy.yaml), against this demo's provider.
+	t.Run("README token and verify", func(t *testing.T) { readmeCommands(t, ep) })
 
 	shorten := func(token, target string) *http.Response {
 		req, _ := http.NewRequest("POST", ep.Proxy+"/shorten", strings.NewReader(`{"url":"`+target+`"}`))
@@ -162,7 +168,7 @@ func TestPortInUseNamesTheFlag(t *testing.T) {
 
 func TestMainBadFlag(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := Main([]string{"--no-such-flag"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "no-such-flag") {
+	if code := run([]string{"--no-such-flag"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "no-such-flag") {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }
@@ -176,5 +182,33 @@ func decode(t *testing.T, resp *http.Response, status int, v any) {
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("%s: %v: %s", resp.Request.URL, err, body)
+	}
+}
+
+// readmeCommands runs `idp-proxy token` and `idp-proxy verify --request`
+// as the README shows them, with examples/demo-proxy.yaml; only the
+// provider's address differs (the demo runs on free ports here).
+func readmeCommands(t *testing.T, ep Endpoints) {
+	bin := filepath.Join(t.TempDir(), "idp-proxy")
+	if out, err := exec.Command("go", "build", "-o", bin, "../idp-proxy").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/idp-proxy: %v\n%s", err, out)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "IDP_PROXY_IDP_SERVER_URL=" + ep.Provider}
+	run := func(args ...string) string {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = "../.." // the repository root, where the README's commands run
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("idp-proxy %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+		}
+		return strings.TrimSpace(string(out))
+	}
+	token := run("token", "-c", "examples/demo-proxy.yaml")
+	out := run("verify", "-c", "examples/demo-proxy.yaml", "--request", "POST /shorten", token)
+	if !strings.Contains(out, `"decision": "allowed"`) {
+		t.Errorf("verify --request POST /shorten:\n%s", out)
 	}
 }

@@ -1,0 +1,171 @@
+package idp
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+)
+
+// Outcome classifies a Verdict.
+type Outcome uint8
+
+// Outcomes of Authorize, each with the answer WriteVerdict gives.
+const (
+	// Allowed: a valid token that every guard admits (no answer: serve).
+	Allowed Outcome = iota
+	// NoToken: the request carries no token (401).
+	NoToken
+	// InvalidRequest: the request carries more than one token (400).
+	InvalidRequest
+	// InvalidToken: the token is malformed, badly signed, expired or for
+	// another audience or issuer (401 invalid_token).
+	InvalidToken
+	// Forbidden: the token is valid but a guard refused it (403
+	// insufficient_scope).
+	Forbidden
+	// Unavailable: the provider's keys are not available (503).
+	Unavailable
+)
+
+var outcomeNames = [...]string{"allowed", "no_token", "invalid_request", "invalid_token", "forbidden", "unavailable"}
+
+// String returns the outcome's snake_case name, as logs and metrics use it.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Verdict is how Authorize judged a request. It is a plain value: nothing
+// has been written yet; WriteVerdict answers a refusal.
+type Verdict struct {
+	// Outcome is the classification.
+	Outcome Outcome
+	// Identity is the verified identity: set when Outcome is Allowed or
+	// Forbidden (the token was valid), nil otherwise.
+	Identity *Identity
+	// Err is nil when Allowed; otherwise it wraps ErrNoToken,
+	// ErrInvalidRequest, ErrInvalidToken, ErrForbidden or ErrUnavailable
+	// (Reason gives the invalid_token description).
+	Err error
+}
+
+// Allowed reports whether the request may be served.
+func (v Verdict) Allowed() bool { return v.Outcome == Allowed && v.Identity != nil }
+
+// Status is the HTTP status WriteVerdict answers with: 200 when allowed,
+// else 400, 401, 403 or 503.
+func (v Verdict) Status() int {
+	switch v.Outcome {
+	case Allowed:
+		return http.StatusOK
+	case InvalidRequest:
+		return http.StatusBadRequest
+	case Forbidden:
+		return http.StatusForbidden
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	case NoToken, InvalidToken:
+		return http.StatusUnauthorized
+	}
+	return http.StatusInternalServerError
+}
+
+// Detail is the problem+json detail of a refusal ("" when allowed). It
+// never contains the token.
+func (v Verdict) Detail() string {
+	switch v.Outcome {
+	case NoToken:
+		return "a bearer token is required"
+	case InvalidRequest:
+		return "the request carries more than one token"
+	case InvalidToken:
+		if reason := Reason(v.Err); reason != "" {
+			return reason
+		}
+		return "invalid token"
+	case Forbidden:
+		return "the token lacks a required role or scope"
+	case Unavailable:
+		return "the identity provider's keys are not available yet"
+	}
+	return ""
+}
+
+// VerdictOf classifies an error of Authenticate, Verify or TokenFromRequest.
+// An error that is none of the package's sentinels is Unavailable (a
+// technical failure, never an allow).
+func VerdictOf(err error) Verdict {
+	switch {
+	case err == nil:
+		return Verdict{Outcome: Allowed}
+	case errors.Is(err, ErrNoToken):
+		return Verdict{Outcome: NoToken, Err: err}
+	case errors.Is(err, ErrInvalidRequest):
+		return Verdict{Outcome: InvalidRequest, Err: err}
+	case errors.Is(err, ErrInvalidToken):
+		return Verdict{Outcome: InvalidToken, Err: err}
+	case errors.Is(err, ErrForbidden):
+		return Verdict{Outcome: Forbidden, Err: err}
+	}
+	return Verdict{Outcome: Unavailable, Err: err}
+}
+
+// Authorize authenticates r and applies guards, without writing anything:
+// the one decision that Middleware, Require, the With* adapters and
+// pkg/proxy share. A request whose context already carries an Identity
+// (an enclosing Middleware verified it) is not verified again. Every
+// guard must allow the user; with no guards any valid token is allowed.
+//
+// Answer a refusal with WriteVerdict; on Allowed, serve the request with
+// NewContext(r.Context(), v.Identity) when the handler reads the identity
+// from the context.
+func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
+	id := identityFrom(r.Context())
+	if id == nil {
+		raw, err := p.TokenFromRequest(r)
+		if err != nil {
+			return VerdictOf(err)
+		}
+		if id, err = p.verify(r.Context(), raw); err != nil {
+			return VerdictOf(err)
+		}
+	}
+	for _, g := range guards {
+		if !g.Allow(id.User) {
+			return Verdict{Outcome: Forbidden, Identity: id, Err: ErrForbidden}
+		}
+	}
+	return Verdict{Outcome: Allowed, Identity: id}
+}
+
+// WriteVerdict answers a refused request as RFC 6750 and RFC 9457 want it:
+// 401 with WWW-Authenticate (error="invalid_token" only when a token was
+// sent), 400 invalid_request, 403 insufficient_scope, 503 with Retry-After
+// while the keys are unavailable. The body is application/problem+json and
+// never echoes the token. An Allowed verdict writes nothing.
+func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict) {
+	realm := `Bearer realm="` + p.realmQuoted + `"`
+	h := w.Header()
+	switch v.Outcome {
+	case Allowed:
+		return
+	case NoToken:
+		h.Set("WWW-Authenticate", realm)
+	case InvalidRequest:
+		h.Set("WWW-Authenticate", realm+`, error="invalid_request"`)
+	case InvalidToken:
+		h.Set("WWW-Authenticate", realm+`, error="invalid_token", error_description="`+v.Detail()+`"`)
+	case Forbidden:
+		h.Set("WWW-Authenticate", realm+`, error="insufficient_scope"`)
+	case Unavailable:
+		h.Set("Retry-After", "5")
+	}
+	problem.Write(w, v.Status(), v.Detail())
+	if p.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) {
+		p.cfg.Logger.Debug("idp: request refused", "path", r.URL.Path, "outcome", v.Outcome.String(), "error", v.Err)
+	}
+}

@@ -1,0 +1,314 @@
+package idp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A small JSON scanner for the JOSE header and the claims of a token. It
+// exists for what encoding/json (v1) does not give: member names matched
+// exactly (RFC 7519 §4 makes claim names case-sensitive; encoding/json
+// would read "EXP" into exp), duplicate names detected, and a payload
+// decoded once, without reflection, into exactly the claims the verifier
+// and the guards read.
+
+var errJSON = errors.New("malformed JSON")
+
+// maxJSONDepth bounds nesting in a token; real claims nest two levels.
+const maxJSONDepth = 32
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the end (index after the closing quote) of the JSON
+// string starting at b[i] == '"', and whether it holds an escape.
+func scanString(b []byte, i int) (end int, escaped bool, err error) {
+	i++
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(b) {
+				return 0, false, errJSON
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false, errJSON
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHexDigit(h) {
+						return 0, false, errJSON
+					}
+				}
+				i += 6
+			default:
+				return 0, false, errJSON
+			}
+		case c < 0x20:
+			return 0, false, errJSON
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, false, errJSON
+			}
+			i += size
+		}
+	}
+	return 0, false, errJSON
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// stringValue decodes the JSON string token s (with its quotes).
+func stringValue(s []byte, escaped bool) (string, error) {
+	if !escaped {
+		return string(s[1 : len(s)-1]), nil
+	}
+	var v string
+	if err := json.Unmarshal(s, &v); err != nil {
+		return "", errJSON
+	}
+	return v, nil
+}
+
+// scanValue returns the end of the JSON value starting at b[i].
+func scanValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, errJSON
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _, err := scanString(b, i)
+		return end, err
+	case c == '{' || c == '[':
+		if depth >= maxJSONDepth {
+			return 0, errJSON
+		}
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, nil
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return 0, errJSON
+				}
+				end, _, err := scanString(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = skipSpace(b, end)
+				if i >= len(b) || b[i] != ':' {
+					return 0, errJSON
+				}
+				i = skipSpace(b, i+1)
+			}
+			end, err := scanValue(b, i, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			i = skipSpace(b, end)
+			if i >= len(b) {
+				return 0, errJSON
+			}
+			if b[i] == closer {
+				return i + 1, nil
+			}
+			if b[i] != ',' {
+				return 0, errJSON
+			}
+			i = skipSpace(b, i+1)
+		}
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	default:
+		return scanNumber(b, i)
+	}
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, errJSON
+	}
+	return i + len(lit), nil
+}
+
+// scanNumber returns the end of the JSON number at b[i] (RFC 8259 grammar).
+func scanNumber(b []byte, i int) (int, error) {
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return 0, errJSON
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return 0, errJSON
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return 0, errJSON
+		}
+	}
+	if i == start {
+		return 0, errJSON
+	}
+	return i, nil
+}
+
+// eachMember calls fn for every member of the JSON object b (the whole of
+// b, surrounding space allowed) with the member's name, decoded, and its
+// raw value. Names are compared by the caller, exactly.
+func eachMember(b []byte, fn func(name string, value []byte) error) error {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return errJSON
+	}
+	end, err := scanValue(b, i, 0) // validates the whole object first
+	if err != nil {
+		return err
+	}
+	if skipSpace(b, end) != len(b) {
+		return errJSON
+	}
+	i = skipSpace(b, i+1)
+	if b[i] == '}' {
+		return nil
+	}
+	for {
+		nameEnd, escaped, _ := scanString(b, i)
+		name, err := memberName(b[i:nameEnd], escaped)
+		if err != nil {
+			return err
+		}
+		i = skipSpace(b, skipSpace(b, nameEnd)+1) // past ':'
+		valEnd, _ := scanValue(b, i, 1)
+		if err := fn(name, b[i:valEnd]); err != nil {
+			return err
+		}
+		i = skipSpace(b, valEnd)
+		if b[i] == '}' {
+			return nil
+		}
+		i = skipSpace(b, i+1) // past ','
+	}
+}
+
+// memberName decodes a member name without allocating for the names the
+// verifier looks up (they are plain ASCII).
+func memberName(s []byte, escaped bool) (string, error) {
+	if !escaped {
+		if n, ok := knownNames[string(s[1:len(s)-1])]; ok {
+			return n, nil
+		}
+	}
+	return stringValue(s, escaped)
+}
+
+// knownNames interns the member names of the header and of the claims
+// read, so that matching them allocates nothing.
+var knownNames = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{
+		"alg", "kid", "typ", "crit", "cty", "jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256",
+		"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "azp", "scope", "scp", "sid", "session_state",
+		"realm_access", "resource_access", "roles", "preferred_username", "email", "email_verified",
+		"name", "nonce", "at_hash", "c_hash", "auth_time", "acr", "given_name", "family_name",
+	} {
+		m[n] = n
+	}
+	return m
+}()
+
+// jsonString decodes v as a JSON string; ok is false for any other value.
+func jsonString(v []byte) (s string, ok bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	escaped := bytes.IndexByte(v, '\\') >= 0
+	s, err := stringValue(v, escaped)
+	return s, err == nil
+}
+
+// jsonStrings decodes v as an array of strings; ok is false for anything
+// else (including an array holding a non-string).
+func jsonStrings(v []byte) (out []string, ok bool) {
+	if len(v) < 2 || v[0] != '[' {
+		return nil, false
+	}
+	i := skipSpace(v, 1)
+	if v[i] == ']' {
+		return []string{}, true
+	}
+	for {
+		if v[i] != '"' {
+			return nil, false
+		}
+		end, escaped, err := scanString(v, i)
+		if err != nil {
+			return nil, false
+		}
+		s, err := stringValue(v[i:end], escaped)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, s)
+		i = skipSpace(v, end)
+		if v[i] == ']' {
+			return out, true
+		}
+		i = skipSpace(v, i+1)
+	}
+}
+
+// jsonNumber decodes v as a JSON number; ok is false for any other value
+// (a numeric string included: exp, nbf and iat must be numbers).
+func jsonNumber(v []byte) (f float64, ok bool) {
+	if len(v) == 0 || !(v[0] == '-' || '0' <= v[0] && v[0] <= '9') {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return f, err == nil
+}

@@ -1,0 +1,60 @@
+package idp
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzDecodeClaims checks the claim decoder against encoding/json: it
+// never panics; it accepts an object only when encoding/json finds it
+// valid; it accepts every valid UTF-8 object of reasonable depth; and the
+// claims it reads are the exactly-named members encoding/json sees.
+func FuzzDecodeClaims(f *testing.F) {
+	for _, seed := range []string{
+		`{"iss":"https://sso.example.com/realms/demo","sub":"u","aud":["a","b"],"exp":1795443825,"iat":1.5e9}`,
+		`{"realm_access":{"roles":["a","b"]},"REALM_ACCESS":{"roles":["admin"]}}`,
+		`{"resource_access":{"c":{"roles":["x"]},"d":{"roles":"y"}},"scope":"openid email"}`,
+		`{"exp":"1795443825"}`, `{"exp":1,"exp":2}`, `{"\u0065xp":1}`, `{"a":[1,{"b":null}],"c":true}`,
+		`{"email_verified":true,"scp":["a",1,"b"]}`, ` { } `, `[]`, `{"a":"\ud800"}`, `{"x":-0.0e+1}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := decodeClaims(data)
+		validJSON := json.Valid(data)
+		trimmed := bytes.TrimSpace(data)
+		isObject := len(trimmed) > 0 && trimmed[0] == '{'
+		if err == nil && !(validJSON && isObject) {
+			t.Fatalf("accepted what encoding/json refuses: %q", data)
+		}
+		if err != nil {
+			if validJSON && isObject && utf8.Valid(data) && bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) < maxJSONDepth &&
+				!bytes.Contains(data, []byte("duplicate")) && errorIsSyntax(err) {
+				t.Fatalf("refused a valid object as malformed: %q: %v", data, err)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(data, &m) != nil {
+			t.Fatalf("encoding/json cannot decode what was accepted: %q", data)
+		}
+		if raw, ok := m["iss"]; ok && string(raw) != "null" {
+			var iss string
+			if json.Unmarshal(raw, &iss) == nil && iss != c.Issuer {
+				t.Fatalf("iss %q, encoding/json reads %q", c.Issuer, iss)
+			}
+		}
+		if raw, ok := m["exp"]; ok && c.hasExp {
+			var exp float64
+			if json.Unmarshal(raw, &exp) != nil || exp != c.exp {
+				t.Fatalf("exp %v, encoding/json reads %s", c.exp, raw)
+			}
+		}
+	})
+}
+
+// errorIsSyntax reports whether err is the decoder's "malformed" answer
+// (not a claim rule such as a duplicate or a non-numeric exp).
+func errorIsSyntax(err error) bool { return Reason(err) == "malformed token" }

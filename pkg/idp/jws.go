@@ -1,0 +1,122 @@
+package idp
+
+import (
+	"encoding/base64"
+	"strings"
+)
+
+// jws is a compact JWS split and decoded: the JOSE header fields the
+// verifier reads, the signing input, the payload and the signature.
+type jws struct {
+	alg, kid, typ string
+	hasKID        bool
+	signingInput  string // header.payload, as signed
+	payload       []byte
+	sig           []byte
+}
+
+// b64 is base64url without padding, strict: trailing bits must be zero,
+// so that every token has exactly one string form (a cache or deny-list
+// keyed on the string cannot be dodged by re-encoding).
+var b64 = base64.RawURLEncoding.Strict()
+
+// b64url marks the base64url alphabet.
+var b64url = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	t['-'], t['_'] = true, true
+	return t
+}()
+
+// decodeSegment decodes the canonical base64url segment src into dst
+// (DecodedLen(len(src)) bytes): only the alphabet (no padding, no line
+// breaks, which the decoder would skip), zero trailing bits.
+func decodeSegment(dst, src []byte) ([]byte, bool) {
+	if len(src) == 0 {
+		return nil, false
+	}
+	for _, c := range src {
+		if !b64url[c] {
+			return nil, false
+		}
+	}
+	n, err := b64.Decode(dst, src)
+	if err != nil {
+		return nil, false
+	}
+	return dst[:n:n], true
+}
+
+// parseJWS splits and decodes a compact JWS. The header must be a JSON
+// object naming each parameter once; crit, unknown to this verifier, is
+// refused (RFC 7515 §4.1.11); alg, kid and typ must be strings.
+func parseJWS(raw string) (*jws, error) {
+	dot1 := strings.IndexByte(raw, '.')
+	dot2 := strings.LastIndexByte(raw, '.')
+	if dot1 <= 0 || dot2 == dot1 || strings.IndexByte(raw[dot1+1:dot2], '.') >= 0 {
+		return nil, invalid("malformed token", nil)
+	}
+	// One copy of the token; the payload in a buffer of its own (it is
+	// kept, as TokenPayload.Raw, for as long as the token is cached), the
+	// header and the signature in another (dropped after the check).
+	src := []byte(raw)
+	payload, ok2 := decodeSegment(make([]byte, b64.DecodedLen(dot2-dot1-1)), src[dot1+1:dot2])
+	scratch := make([]byte, b64.DecodedLen(dot1)+b64.DecodedLen(len(raw)-dot2-1))
+	header, ok1 := decodeSegment(scratch, src[:dot1])
+	sig, ok3 := decodeSegment(scratch[len(header):], src[dot2+1:])
+	if !ok1 || !ok2 || !ok3 {
+		return nil, invalid("malformed token", nil)
+	}
+	t := &jws{signingInput: raw[:dot2], payload: payload, sig: sig}
+	var seen [4]bool
+	err := eachMember(header, func(name string, v []byte) error {
+		var slot int
+		var dst *string
+		switch name {
+		case "alg":
+			slot, dst = 0, &t.alg
+		case "kid":
+			slot, dst = 1, &t.kid
+			t.hasKID = true
+		case "typ":
+			slot, dst = 2, &t.typ
+		case "crit":
+			return invalid("unsupported critical header", nil)
+		default:
+			return nil
+		}
+		if seen[slot] {
+			return invalid("duplicate header parameter "+name, nil)
+		}
+		seen[slot] = true
+		s, ok := jsonString(v)
+		if !ok {
+			return invalid("malformed "+name+" header", nil)
+		}
+		*dst = s
+		return nil
+	})
+	if err != nil {
+		if err == errJSON {
+			return nil, invalid("malformed token", err)
+		}
+		return nil, err
+	}
+	if t.alg == "" {
+		return nil, invalid("missing alg header", nil)
+	}
+	if t.hasKID && t.kid == "" {
+		return nil, invalid("malformed kid header", nil)
+	}
+	return t, nil
+}
+
+// isATJWT reports whether the header declares an RFC 9068 JWT access
+// token.
+func (t *jws) isATJWT() bool {
+	return strings.EqualFold(strings.TrimPrefix(strings.ToLower(t.typ), "application/"), "at+jwt")
+}

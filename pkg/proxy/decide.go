@@ -1,0 +1,179 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// verdict is the proxy's judgement of a request. Nothing is written while
+// it is made: ServeHTTP answers it with refuse, Decide reports it.
+type verdict struct {
+	rule *rule
+	dec  decision
+	// id is the verified identity forwarded upstream: set when allowed,
+	// and on public routes when the request carried a valid token.
+	id *idp.Identity
+	// idp is the plugin's verdict when the refusal is the plugin's (401,
+	// 400 invalid_request, 403 insufficient_scope, 503): byIDP is set.
+	idp   idp.Verdict
+	byIDP bool
+	// status and detail are the proxy's own refusals (400, 403, 405).
+	status int
+	detail string
+}
+
+// refused reports whether the request is answered by the proxy.
+func (v *verdict) refused() bool { return v.status != 0 || v.byIDP }
+
+// answerStatus is the status of the refusal, 0 when the request goes on.
+func (v *verdict) answerStatus() int {
+	if v.byIDP {
+		return v.idp.Status()
+	}
+	return v.status
+}
+
+// refuse writes the answer of a refused verdict.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
+	if v.byIDP {
+		p.plugin.WriteVerdict(w, r, v.idp)
+		return
+	}
+	if v.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", allowedMethods)
+	}
+	problem.Write(w, v.status, v.detail)
+}
+
+// allowedMethods is the Allow header of the proxy's 405 answers.
+const allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+
+// decide checks the request's method and path, picks the rule and applies
+// it. r.Host must already be canonical (see serve).
+func (p *Proxy) decide(r *http.Request) verdict {
+	bad := func(status int, detail string) verdict {
+		return verdict{rule: p.badRule, dec: decBadRequest, status: status, detail: detail}
+	}
+	switch r.Method {
+	case http.MethodConnect, http.MethodTrace:
+		return bad(http.StatusMethodNotAllowed, r.Method+" is not supported by the proxy")
+	}
+	if !upperCase(r.Method) {
+		// Rules match methods case-sensitively ("POST /shorten" does not
+		// match "post"), but upstreams such as Django, Flask and Express
+		// upper-case the method: "post /shorten" would be judged by another
+		// rule (or the default) and served as POST.
+		return bad(http.StatusMethodNotAllowed, "method names are case-sensitive and must be upper case")
+	}
+	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
+		return bad(http.StatusBadRequest, reason)
+	}
+	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
+		return verdict{rule: p.authRule, dec: decAuthRoute}
+	}
+	rl := p.rules.match(r)
+	if !p.rules.caseSafe(r, rl) {
+		return bad(http.StatusBadRequest, "the path differs only in letter case from a path another rule protects")
+	}
+	switch rl.policy {
+	case policyDeny:
+		return verdict{rule: rl, dec: decDenied, status: http.StatusForbidden, detail: "access to this path is denied by the proxy's policy"}
+	case policyPublic:
+		v := verdict{rule: rl, dec: decPublic}
+		if !p.crossOrigin(r) {
+			// A token on a public route: forward its identity when it is
+			// valid, otherwise go on anonymously (rewrite drops it).
+			if iv := p.authorize(r, nil); iv.Allowed() {
+				v.id = iv.Identity
+			}
+		}
+		return v
+	}
+	if p.crossOrigin(r) {
+		return verdict{rule: rl, dec: decForbidden, status: http.StatusForbidden,
+			detail: "cross-origin request refused: the token cookie is not accepted on cross-origin POST, PUT, PATCH or DELETE"}
+	}
+	iv := p.authorize(r, rl.guards)
+	if !iv.Allowed() {
+		return verdict{rule: rl, dec: decisionOf(iv.Outcome), idp: iv, byIDP: true}
+	}
+	return verdict{rule: rl, dec: decAllowed, id: iv.Identity}
+}
+
+// authorize asks the plugin, timing verifications (not requests without
+// a token) in the verify histogram.
+func (p *Proxy) authorize(r *http.Request, guards []idp.Guard) idp.Verdict {
+	t0 := time.Now()
+	v := p.plugin.Authorize(r, guards...)
+	if v.Outcome != idp.NoToken {
+		p.metrics.verify.Observe(time.Since(t0).Seconds())
+	}
+	return v
+}
+
+func decisionOf(o idp.Outcome) decision {
+	switch o {
+	case idp.NoToken:
+		return decNoToken
+	case idp.Unavailable:
+		return decUnavailable
+	case idp.Forbidden:
+		return decForbidden
+	case idp.Allowed:
+		return decAllowed
+	}
+	return decInvalid
+}
+
+// crossOrigin reports whether r is a browser's cross-origin request with
+// an unsafe method (net/http's CrossOriginProtection: Sec-Fetch-Site,
+// else Origin against Host) that carries the token cookie. In COOKIE
+// mode the browser attaches the cookie by itself (SameSite=Lax still
+// sends it from sibling subdomains) and the proxy turns it into a bearer
+// token, which upstreams rightly treat as immune to CSRF.
+func (p *Proxy) crossOrigin(r *http.Request) bool {
+	return p.cop != nil && p.cop.Check(r) != nil && len(r.CookiesNamed(p.tokenCookie)) > 0
+}
+
+// Decision is how the proxy judges a request, as Decide reports it.
+type Decision struct {
+	Rule     string `json:"rule"`     // the rule's pattern, or (default), (excluded) PATH, (auth), (invalid)
+	Decision string `json:"decision"` // allowed, public, no_token, invalid_token, forbidden, denied, unavailable, bad_request, auth_route
+	Status   int    `json:"status"`   // the proxy's answer, or 0 when the request would be forwarded
+	User     string `json:"user,omitempty"`
+}
+
+// Decide reports how the proxy judges method and target (a path with an
+// optional query, on any host) carrying the access token raw ("" for
+// none): the verdict ServeHTTP reaches for that request, by the same code,
+// without forwarding or writing anything.
+func (p *Proxy) Decide(ctx context.Context, method, target, raw string) (Decision, error) {
+	u, err := url.ParseRequestURI(target)
+	if err != nil || !strings.HasPrefix(target, "/") || method == "" || strings.ContainsAny(method, " \t\r\n") {
+		return Decision{}, fmt.Errorf("proxy: %s %q is not a request", method, target)
+	}
+	r := (&http.Request{Method: method, URL: u, RequestURI: target, Header: http.Header{},
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
+	if raw != "" {
+		if p.tokenCookie != "" {
+			r.AddCookie(&http.Cookie{Name: p.tokenCookie, Value: raw})
+		} else {
+			r.Header.Set("Authorization", "Bearer "+raw)
+		}
+	}
+	v := p.decide(r)
+	d := Decision{Rule: v.rule.label, Decision: v.dec.String(), Status: v.answerStatus()}
+	if v.id != nil {
+		d.User = v.id.User.Sub
+	} else if v.idp.Identity != nil {
+		d.User = v.idp.Identity.User.Sub
+	}
+	return d, nil
+}
