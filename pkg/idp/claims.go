@@ -150,11 +150,14 @@ var claimBits = map[string]int{
 }
 
 // decodeClaims decodes the payload once, matching claim names exactly.
-// Errors are invalid-token errors with a client-safe reason.
-func decodeClaims(payload []byte) (*claims, error) {
+// The claims that recur between tokens (issuer, audiences, azp, typ,
+// scope, roles, client names) go through in, which may be nil; the
+// per-token ones (sub, jti, sid, e-mail, names) never do. Errors are
+// invalid-token errors with a client-safe reason.
+func decodeClaims(in *interner, payload []byte) (*claims, error) {
 	c := &claims{raw: payload}
 	seen := 0
-	err := eachMember(payload, func(name string, v []byte) error {
+	err := eachMember(nil, payload, func(name string, v []byte) error {
 		bit, read := claimBits[name]
 		if !read {
 			return nil
@@ -169,19 +172,19 @@ func decodeClaims(payload []byte) (*claims, error) {
 		var ok bool
 		switch bit {
 		case cIss:
-			if c.Issuer, ok = jsonString(v); !ok {
+			if c.Issuer, ok = jsonString(in, v); !ok {
 				return invalid("malformed iss claim", nil)
 			}
 		case cSub:
-			if c.Subject, ok = jsonString(v); !ok {
+			if c.Subject, ok = jsonString(nil, v); !ok {
 				return invalid("malformed sub claim", nil)
 			}
 		case cJti:
-			c.ID, _ = jsonString(v) // read leniently, as before: a numeric jti reads as ""
+			c.ID, _ = jsonString(nil, v) // read leniently, as before: a numeric jti reads as ""
 		case cAud:
-			if s, isStr := jsonString(v); isStr {
+			if s, isStr := jsonString(in, v); isStr {
 				c.Audience = []string{s}
-			} else if c.Audience, ok = jsonStrings(v); !ok {
+			} else if c.Audience, ok = jsonStrings(in, v); !ok {
 				return invalid("malformed aud claim", nil)
 			}
 		case cExp:
@@ -200,29 +203,29 @@ func decodeClaims(payload []byte) (*claims, error) {
 			}
 			c.hasIat = true
 		case cAzp:
-			c.AZP, _ = jsonString(v)
+			c.AZP, _ = jsonString(in, v)
 		case cTyp:
-			c.Typ, _ = jsonString(v)
+			c.Typ, _ = jsonString(in, v)
 		case cScope:
-			c.Scope, _ = jsonString(v)
+			c.Scope, _ = jsonString(in, v)
 		case cScp:
-			c.SCP = lenientStrings(v)
+			c.SCP = lenientStrings(in, v)
 		case cSid:
-			c.SID, _ = jsonString(v)
+			c.SID, _ = jsonString(nil, v)
 		case cSessionState:
-			c.SessionState, _ = jsonString(v)
+			c.SessionState, _ = jsonString(nil, v)
 		case cPreferredUsername:
-			c.PreferredUsername, _ = jsonString(v)
+			c.PreferredUsername, _ = jsonString(nil, v)
 		case cEmail:
-			c.Email, _ = jsonString(v)
+			c.Email, _ = jsonString(nil, v)
 		case cName:
-			c.Name, _ = jsonString(v)
+			c.Name, _ = jsonString(nil, v)
 		case cEmailVerified:
 			c.EmailVerified = string(v) == "true"
 		case cRealmAccess:
-			c.RealmRoles = accessRoles(v)
+			c.RealmRoles = accessRoles(in, v)
 		case cResourceAccess:
-			c.ResourceAccess = resourceAccess(v)
+			c.ResourceAccess = resourceAccess(in, v)
 		case cNonce:
 			c.nonce = true
 		case cAtHash:
@@ -240,11 +243,11 @@ func decodeClaims(payload []byte) (*claims, error) {
 
 // lenientStrings reads an array's string elements, skipping the others;
 // any other JSON value reads as none.
-func lenientStrings(v []byte) []string {
+func lenientStrings(in *interner, v []byte) []string {
 	if len(v) == 0 || v[0] != '[' {
 		return nil
 	}
-	if out, ok := jsonStrings(v); ok {
+	if out, ok := jsonStrings(in, v); ok {
 		return out
 	}
 	var raw []json.RawMessage
@@ -253,7 +256,7 @@ func lenientStrings(v []byte) []string {
 	}
 	out := make([]string, 0, len(raw))
 	for _, r := range raw {
-		if s, ok := jsonString(r); ok {
+		if s, ok := jsonString(in, r); ok {
 			out = append(out, s)
 		}
 	}
@@ -262,18 +265,18 @@ func lenientStrings(v []byte) []string {
 
 // accessRoles reads {"roles": [...]} with the exact name "roles"; any
 // other shape reads as no roles.
-func accessRoles(v []byte) []string {
+func accessRoles(in *interner, v []byte) []string {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
 	}
 	var roles []string
 	dup := false
-	_ = eachMember(v, func(name string, val []byte) error {
+	_ = eachMember(in, v, func(name string, val []byte) error {
 		if name == "roles" {
 			if roles != nil {
 				dup = true
 			}
-			roles = lenientStrings(val)
+			roles = lenientStrings(in, val)
 			if roles == nil {
 				roles = []string{}
 			}
@@ -288,17 +291,17 @@ func accessRoles(v []byte) []string {
 
 // resourceAccess reads {"client": {"roles": [...]}, ...}; entries of
 // another shape read as no roles, a client named twice as none.
-func resourceAccess(v []byte) map[string]Access {
+func resourceAccess(in *interner, v []byte) map[string]Access {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
 	}
 	out := map[string]Access{}
 	dups := map[string]bool{}
-	_ = eachMember(v, func(client string, val []byte) error {
+	_ = eachMember(in, v, func(client string, val []byte) error {
 		if _, seen := out[client]; seen {
 			dups[client] = true
 		}
-		out[client] = Access{Roles: accessRoles(val)}
+		out[client] = Access{Roles: accessRoles(in, val)}
 		return nil
 	})
 	for client := range dups {

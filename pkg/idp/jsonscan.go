@@ -76,10 +76,11 @@ func isHexDigit(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-// stringValue decodes the JSON string token s (with its quotes).
-func stringValue(s []byte, escaped bool) (string, error) {
+// stringValue decodes the JSON string token s (with its quotes), through
+// the interner when in is not nil and s holds no escape.
+func stringValue(in *interner, s []byte, escaped bool) (string, error) {
 	if !escaped {
-		return string(s[1 : len(s)-1]), nil
+		return in.bytes(s[1 : len(s)-1]), nil
 	}
 	var v string
 	if err := json.Unmarshal(s, &v); err != nil {
@@ -199,9 +200,10 @@ func scanNumber(b []byte, i int) (int, error) {
 }
 
 // eachMember calls fn for every member of the JSON object b (the whole of
-// b, surrounding space allowed) with the member's name, decoded, and its
-// raw value. Names are compared by the caller, exactly.
-func eachMember(b []byte, fn func(name string, value []byte) error) error {
+// b, surrounding space allowed) with the member's name, decoded (names
+// that are not claim names go through in, which may be nil), and its raw
+// value. Names are compared by the caller, exactly.
+func eachMember(in *interner, b []byte, fn func(name string, value []byte) error) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errJSON
@@ -219,7 +221,7 @@ func eachMember(b []byte, fn func(name string, value []byte) error) error {
 	}
 	for {
 		nameEnd, escaped, _ := scanString(b, i)
-		name, err := memberName(b[i:nameEnd], escaped)
+		name, err := memberName(in, b[i:nameEnd], escaped)
 		if err != nil {
 			return err
 		}
@@ -238,13 +240,13 @@ func eachMember(b []byte, fn func(name string, value []byte) error) error {
 
 // memberName decodes a member name without allocating for the names the
 // verifier looks up (they are plain ASCII).
-func memberName(s []byte, escaped bool) (string, error) {
+func memberName(in *interner, s []byte, escaped bool) (string, error) {
 	if !escaped {
 		if n, ok := knownNames[string(s[1:len(s)-1])]; ok {
 			return n, nil
 		}
 	}
-	return stringValue(s, escaped)
+	return stringValue(in, s, escaped)
 }
 
 // knownNames interns the member names of the header and of the claims
@@ -263,18 +265,20 @@ var knownNames = func() map[string]string {
 }()
 
 // jsonString decodes v as a JSON string; ok is false for any other value.
-func jsonString(v []byte) (s string, ok bool) {
+// Strings that recur between tokens go through in (nil: none).
+func jsonString(in *interner, v []byte) (s string, ok bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
 	escaped := bytes.IndexByte(v, '\\') >= 0
-	s, err := stringValue(v, escaped)
+	s, err := stringValue(in, v, escaped)
 	return s, err == nil
 }
 
-// jsonStrings decodes v as an array of strings; ok is false for anything
-// else (including an array holding a non-string).
-func jsonStrings(v []byte) (out []string, ok bool) {
+// jsonStrings decodes v as an array of strings, each through in (nil:
+// none); ok is false for anything else (including an array holding a
+// non-string).
+func jsonStrings(in *interner, v []byte) (out []string, ok bool) {
 	if len(v) < 2 || v[0] != '[' {
 		return nil, false
 	}
@@ -290,7 +294,7 @@ func jsonStrings(v []byte) (out []string, ok bool) {
 		if err != nil {
 			return nil, false
 		}
-		s, err := stringValue(v[i:end], escaped)
+		s, err := stringValue(in, v[i:end], escaped)
 		if err != nil {
 			return nil, false
 		}

@@ -22,7 +22,7 @@ func FuzzDecodeClaims(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := decodeClaims(data)
+		c, err := decodeClaims(newInterner(), data)
 		validJSON := json.Valid(data)
 		trimmed := bytes.TrimSpace(data)
 		isObject := len(trimmed) > 0 && trimmed[0] == '{'

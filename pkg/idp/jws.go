@@ -73,7 +73,7 @@ func parseJWS(raw string) (*jws, error) {
 	}
 	t := &jws{signingInput: raw[:dot2], payload: payload, sig: sig}
 	var seen [4]bool
-	err := eachMember(header, func(name string, v []byte) error {
+	err := eachMember(nil, header, func(name string, v []byte) error {
 		var slot int
 		var dst *string
 		switch name {
@@ -93,7 +93,7 @@ func parseJWS(raw string) (*jws, error) {
 			return invalid("duplicate header parameter "+name, nil)
 		}
 		seen[slot] = true
-		s, ok := jsonString(v)
+		s, ok := jsonString(nil, v)
 		if !ok {
 			return invalid("malformed "+name+" header", nil)
 		}

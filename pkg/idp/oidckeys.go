@@ -41,7 +41,7 @@ func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, e
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
 	seen := map[string]bool{}
-	err = eachMember(t.payload, func(name string, _ []byte) error {
+	err = eachMember(nil, t.payload, func(name string, _ []byte) error {
 		folded := strings.ToLower(name)
 		if seen[folded] {
 			return invalid("duplicate claim "+name, nil)

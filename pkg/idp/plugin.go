@@ -23,6 +23,7 @@ type Plugin struct {
 	kf          keyfunc.Keyfunc              // key selection over keys (see selectKey)
 	keys        *keySet
 	cache       *tokenCache
+	intern      *interner // claim strings shared between tokens (see decodeClaims)
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // COOKIE location: see TokenFromRequest
@@ -58,6 +59,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		realmQuoted: quoteRealm(cfg.Realm),
 		methods:     signingMethods(cfg.Algorithms),
 		cache:       newTokenCache(cfg.VerifiedCacheSize),
+		intern:      newInterner(),
 		audiences:   make(map[string]struct{}, 1+len(cfg.OptionalAudiences)),
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),

@@ -60,7 +60,7 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := decodeClaims(t.payload)
+	c, err := decodeClaims(p.intern, t.payload)
 	if err != nil {
 		return nil, err
 	}

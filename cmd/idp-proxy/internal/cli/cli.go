@@ -29,14 +29,14 @@ type deps struct {
 	signals <-chan os.Signal
 	// tuneGC, when not nil, sets the process's garbage-collector defaults
 	// before serving (see gc.go); nil in tests, which share one process.
-	tuneGC func(*slog.Logger)
+	tuneGC func(log *slog.Logger, cacheSize int)
 }
 
 // Main runs the command with os.Args and returns the exit code: 0, or 1
 // on any error (invalid configuration, invalid token, failure to serve).
 func Main() int {
 	cmd := newRootCmd(deps{environ: os.Environ(), stdin: os.Stdin,
-		tuneGC: func(l *slog.Logger) { tuneGC(os.Getenv, l) }})
+		tuneGC: func(l *slog.Logger, cacheSize int) { tuneGC(os.Getenv, cacheSize, l) }})
 	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		return 1
 	}

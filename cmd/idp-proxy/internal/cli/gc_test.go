@@ -21,16 +21,25 @@ func TestTuneGC(t *testing.T) {
 
 	for _, set := range []map[string]string{{"GOGC": "50"}, {"GOMEMLIMIT": "1GiB"}} {
 		debug.SetGCPercent(100)
-		tuneGC(env(set), log)
+		tuneGC(env(set), 10000, log)
 		if got := debug.SetGCPercent(100); got != 100 {
 			t.Errorf("%v: GC percent changed to %d; the environment must win", set, got)
 		}
 	}
-	tuneGC(env(nil), log)
-	if got := debug.SetGCPercent(100); got != defaultGCPercent {
-		t.Errorf("GC percent = %d, want %d", got, defaultGCPercent)
-	}
-	if got := debug.SetMemoryLimit(-1); got != defaultMemoryLimit {
-		t.Errorf("memory limit = %d, want %d", got, defaultMemoryLimit)
+	for _, c := range []struct {
+		cacheSize int
+		wantMiB   float64
+	}{
+		{10000, 48 + 10000*3.0/1024}, // the default cache: about 77 MiB
+		{0, 48},                      // cache disabled
+		{100000, 48 + 100000*3.0/1024},
+	} {
+		tuneGC(env(nil), c.cacheSize, log)
+		if got := debug.SetGCPercent(100); got != defaultGCPercent {
+			t.Errorf("cache %d: GC percent = %d, want %d", c.cacheSize, got, defaultGCPercent)
+		}
+		if got := float64(debug.SetMemoryLimit(-1)) / (1 << 20); got != c.wantMiB {
+			t.Errorf("cache %d: memory limit = %.2f MiB, want %.2f MiB", c.cacheSize, got, c.wantMiB)
+		}
 	}
 }

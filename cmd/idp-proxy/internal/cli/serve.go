@@ -221,13 +221,13 @@ func restartOnly(a, b config.File) []string {
 // serve runs the proxy until parent is done or a stop signal arrives.
 // Logs go to logOut.
 func serve(parent context.Context, cfg config.File, load func() (config.File, error), sigs <-chan os.Signal,
-	logOut io.Writer, ready func(proxyAddr, opsAddr string), gc func(*slog.Logger)) error {
+	logOut io.Writer, ready func(proxyAddr, opsAddr string), gc func(log *slog.Logger, cacheSize int)) error {
 	log, err := newLogger(cfg.Log, logOut)
 	if err != nil {
 		return err
 	}
 	if gc != nil {
-		gc(log)
+		gc(log, cfg.IDP.VerifiedCacheSize)
 	}
 	minTLS, err := cfg.TLS.MinTLSVersion()
 	if err != nil {

@@ -64,6 +64,9 @@ type IDP struct {
 	Algorithms        []string      `mapstructure:"algorithms"`     // [RS256]
 	HTTPTimeout       time.Duration `mapstructure:"http_timeout"`   // [10s]
 	Leeway            time.Duration `mapstructure:"leeway"`         // [10s]; 0 = none
+	// VerifiedCacheSize bounds the cache of verified tokens; 0 disables
+	// it. [10000]
+	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
 }
 
 // Server bounds the proxy's listeners.
@@ -130,6 +133,8 @@ func Default() File {
 			Algorithms:    []string{"RS256"},
 			HTTPTimeout:   idp.DefaultHTTPTimeout,
 			Leeway:        idp.DefaultLeeway,
+
+			VerifiedCacheSize: idp.DefaultVerifiedCacheSize,
 		},
 		DefaultPolicy: pd.DefaultPolicy,
 		Headers:       pd.Headers,
@@ -217,6 +222,10 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 	if leeway == 0 {
 		leeway = -1 // explicitly none: idp reads 0 as "default"
 	}
+	cacheSize := c.VerifiedCacheSize
+	if cacheSize == 0 {
+		cacheSize = -1 // disabled: idp reads 0 as "default"
+	}
 	ic := idp.Config{
 		ServerURL:         c.ServerURL,
 		Realm:             c.Realm,
@@ -234,6 +243,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		Algorithms:        c.Algorithms,
 		HTTPTimeout:       c.HTTPTimeout,
 		Leeway:            leeway,
+		VerifiedCacheSize: cacheSize,
 	}
 	if session != "" {
 		ic.SessionSecret = []byte(session)
@@ -305,6 +315,9 @@ func (f File) validate() error {
 	}
 	if f.IDP.Leeway < 0 {
 		bad("idp.leeway must not be negative, got %s", f.IDP.Leeway)
+	}
+	if f.IDP.VerifiedCacheSize < 0 {
+		bad("idp.verified_cache_size must not be negative (0 disables the cache), got %d", f.IDP.VerifiedCacheSize)
 	}
 	if (f.TLS.CertFile == "") != (f.TLS.KeyFile == "") {
 		bad("tls.cert_file and tls.key_file go together: set both or neither")

@@ -1,0 +1,88 @@
+package idp_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+)
+
+// BenchmarkDistinctTokens verifies more distinct tokens, in turn, than the
+// verified-token cache holds (a large user population: nearly every
+// verify is a miss), with a full default-sized cache, under the memory
+// settings of idp-proxy serve for that cache (GOGC=400, 48 MiB + 3 KiB an
+// entry soft limit, as cmd/idp-proxy/internal/cli/gc.go sets them). It
+// reports the garbage collections per 1,000 verifies: the GC thrash of
+// issue 16.
+func BenchmarkDistinctTokens(b *testing.B) {
+	srv := idptest.NewServer(b, idptest.Options{})
+	const cacheSize = idp.DefaultVerifiedCacheSize
+	distinct := cacheSize + cacheSize/5
+	toks := make([]string, distinct)
+	for i := range toks {
+		c := srv.UserClaims(clientID, "user", "creator", "reader")
+		c["jti"] = fmt.Sprintf("jti-%d", i)
+		toks[i] = srv.Mint(c)
+	}
+	p := newPlugin(b, srv, nil)
+	ctx := context.Background()
+	for _, tok := range toks {
+		if _, err := p.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(48<<20 + cacheSize*3<<10))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		if _, err := p.Verify(ctx, toks[i%distinct]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.NumGC-before.NumGC)*1000/float64(b.N), "GCs/1000")
+	b.ReportMetric(float64(before.HeapAlloc)/(1<<20), "live-MiB")
+}
+
+// TestCacheEntryFootprint measures the heap a full cache retains.
+func TestCacheEntryFootprint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mints thousands of tokens")
+	}
+	srv := idptest.NewServer(t, idptest.Options{})
+	const n = 2000
+	toks := make([]string, n)
+	for i := range toks {
+		c := srv.UserClaims(clientID, "user", "creator", "reader")
+		c["jti"] = fmt.Sprintf("jti-%d", i)
+		toks[i] = srv.Mint(c)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	p := newPlugin(t, srv, func(c *idp.Config) { c.VerifiedCacheSize = n })
+	base := heap()
+	for _, tok := range toks {
+		if _, err := p.Verify(context.Background(), tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	per := float64(heap()-base) / n
+	t.Logf("retained heap per cached token (%d bytes each): %.0f bytes", len(toks[0]), per)
+	runtime.KeepAlive(p)
+}
