@@ -71,6 +71,13 @@ type container struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
 	} `yaml:"ports"`
+	Lifecycle *struct {
+		PreStop *struct {
+			Sleep *struct {
+				Seconds int `yaml:"seconds"`
+			} `yaml:"sleep"`
+		} `yaml:"preStop"`
+	} `yaml:"lifecycle"`
 	StartupProbe   *probe `yaml:"startupProbe"`
 	LivenessProbe  *probe `yaml:"livenessProbe"`
 	ReadinessProbe *probe `yaml:"readinessProbe"`
@@ -335,6 +342,13 @@ func TestKubernetes(t *testing.T) {
 	if err1 != nil || err2 != nil || drain <= 0 || drain+shutdown >= grace {
 		t.Errorf("server.drain_delay %s + shutdown_timeout %s must be > 0 and below terminationGracePeriodSeconds %v",
 			cfg.Server.DrainDelay, cfg.Server.ShutdownTimeout, grace)
+	}
+	// The shortener must outlive the proxy's drain: it is told to stop at
+	// the same moment, and a closed upstream during the drain is a 502.
+	if sh.Lifecycle == nil || sh.Lifecycle.PreStop == nil || sh.Lifecycle.PreStop.Sleep == nil {
+		t.Error("shortener: no preStop sleep: it stops while idp-proxy still forwards to it (502s during a rolling update)")
+	} else if sleep := time.Duration(sh.Lifecycle.PreStop.Sleep.Seconds) * time.Second; sleep <= drain || sleep >= grace {
+		t.Errorf("shortener preStop sleep %v must exceed server.drain_delay %v and stay below the grace period %v", sleep, drain, grace)
 	}
 	if len(cfg.IDP.SessionSecretFile) == 0 || len(secret.StringData["session-secret"]) < 32 {
 		t.Error("the session secret placeholder must be at least 32 bytes, as idp-proxy requires")

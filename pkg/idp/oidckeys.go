@@ -22,9 +22,11 @@ func newOIDCKeySet(p *Plugin) *oidcKeySet { return &oidcKeySet{p: p} }
 
 // VerifySignature checks the signature of the compact JWS raw and returns
 // its payload. go-oidc and the callback check the claims; since go-oidc
-// reads them with encoding/json, which matches names case-insensitively,
-// a payload that spells one claim twice (exactly or in another case) is
-// refused here.
+// reads them with encoding/json, which matches names case-insensitively
+// (with Unicode folding: "ſub" is "sub" to it), the payload is first held
+// to the rules access tokens follow (decodeClaims: exact names, each once,
+// exp, nbf and iat numbers), and a member whose name only folds to a claim
+// name ("EXP", "Sub") is refused rather than read as that claim.
 func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
 	if len(raw) > k.p.cfg.MaxTokenBytes {
 		return nil, fmt.Errorf("idp: id token: %w", invalid("token too large", nil))
@@ -40,19 +42,21 @@ func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, e
 	if _, err := k.p.verifySignature(ctx, snap, t); err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
-	seen := map[string]bool{}
+	if _, err := decodeClaims(nil, t.payload); err != nil {
+		return nil, fmt.Errorf("idp: id token: %w", err)
+	}
 	err = eachMember(nil, t.payload, func(name string, _ []byte) error {
-		folded := strings.ToLower(name)
-		if seen[folded] {
-			return invalid("duplicate claim "+name, nil)
+		if _, exact := knownNames[name]; exact {
+			return nil
 		}
-		seen[folded] = true
+		for known := range knownNames {
+			if strings.EqualFold(name, known) {
+				return invalid("claim names are case-sensitive: "+name+" is not "+known, nil)
+			}
+		}
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, errJSON) {
-			err = invalid("malformed token", err)
-		}
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
 	return t.payload, nil

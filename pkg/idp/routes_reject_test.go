@@ -1,6 +1,7 @@
 package idp_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -212,6 +213,17 @@ func TestCallbackTokenRejections(t *testing.T) {
 		{"iat missing", idHook(func(c map[string]any) { c["iat"] = nil }), 401, "ID token is invalid"},
 		{"iat in the future", idHook(func(c map[string]any) { c["iat"] = time.Now().Add(time.Hour).Unix() }), 401, "ID token is invalid"},
 		{"typ not ID", idHook(func(c map[string]any) { c["typ"] = "Bearer" }), 401, "ID token is invalid"},
+		// Claim names are exact and exp, iat and nbf are numbers, in ID
+		// tokens as in access tokens (go-oidc alone would read "EXP" as exp
+		// and accept "exp":"123").
+		{"expired exp beside a future EXP", idHook(func(c map[string]any) {
+			c["EXP"] = c["exp"]
+			c["exp"] = time.Now().Add(-time.Hour).Unix()
+		}), 401, "ID token is invalid"},
+		{"EXP only", idHook(func(c map[string]any) { c["EXP"], c["exp"] = c["exp"], nil }), 401, "ID token is invalid"},
+		{"Sub folded", idHook(func(c map[string]any) { c["ſub"], c["sub"] = c["sub"], nil }), 401, "ID token is invalid"},
+		{"exp as a string", idHook(func(c map[string]any) { c["exp"] = fmt.Sprint(time.Now().Add(time.Hour).Unix()) }), 401, "ID token is invalid"},
+		{"iat as a string", idHook(func(c map[string]any) { c["iat"] = fmt.Sprint(time.Now().Unix()) }), 401, "ID token is invalid"},
 		{"access token for another service", func(typ string, c map[string]any) {
 			if typ == "Bearer" {
 				c["azp"], c["aud"] = "another-client", "another-client"

@@ -197,8 +197,13 @@ func TestCaseOnlyConflictsAreConfigErrors(t *testing.T) {
 			t.Errorf("%q: err = %v, want a host spelling error", m, err)
 		}
 	}
-	if _, err := compileRules([]RouteConfig{{Match: "GET internal.example.com:8080/X"}}, PolicyAuthenticated, nil); err != nil {
-		t.Errorf("lower-case host with a port: %v", err)
+	// ServeMux matches host patterns against the host without its port: a
+	// pattern with a port could never match (it was accepted before).
+	if _, err := compileRules([]RouteConfig{{Match: "GET internal.example.com:8080/X"}}, PolicyAuthenticated, nil); err == nil || !strings.Contains(err.Error(), "has a port") {
+		t.Errorf("host with a port: err = %v, want a config error", err)
+	}
+	if _, err := compileRules([]RouteConfig{{Match: "GET internal.example.com/X"}}, PolicyAuthenticated, nil); err != nil {
+		t.Errorf("lower-case host: %v", err)
 	}
 	// A pattern with upper-case letters guards its lower-case spelling too.
 	rs, err := compileRules([]RouteConfig{{Match: "GET /Reports/", Roles: []string{"a"}}}, PolicyAuthenticated, nil)

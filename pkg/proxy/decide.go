@@ -150,16 +150,31 @@ type Decision struct {
 	User     string `json:"user,omitempty"`
 }
 
-// Decide reports how the proxy judges method and target (a path with an
-// optional query, on any host) carrying the access token raw ("" for
-// none): the verdict ServeHTTP reaches for that request, by the same code,
-// without forwarding or writing anything.
+// Decide reports how the proxy judges method and target carrying the
+// access token raw ("" for none): the verdict ServeHTTP reaches for that
+// request, by the same code, without forwarding or writing anything.
+// target is a path with an optional query ("/admin/x?y=1", judged on no
+// particular host: host rules do not apply), or an absolute http(s) URL
+// ("https://api.example.com/admin/x"), whose host is judged as ServeHTTP
+// judges the Host header (lower case, no trailing dot).
 func (p *Proxy) Decide(ctx context.Context, method, target, raw string) (Decision, error) {
-	u, err := url.ParseRequestURI(target)
-	if err != nil || !strings.HasPrefix(target, "/") || method == "" || strings.ContainsAny(method, " \t\r\n") {
-		return Decision{}, fmt.Errorf("proxy: %s %q is not a request", method, target)
+	notRequest := fmt.Errorf("proxy: %s %q is not a request", method, target)
+	if method == "" || strings.ContainsAny(method, " \t\r\n") {
+		return Decision{}, notRequest
 	}
-	r := (&http.Request{Method: method, URL: u, RequestURI: target, Header: http.Header{},
+	var host string
+	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		abs, err := url.Parse(target)
+		if err != nil || abs.Host == "" || abs.User != nil || abs.Fragment != "" {
+			return Decision{}, notRequest
+		}
+		host, target = canonicalHost(abs.Host), abs.RequestURI()
+	}
+	u, err := url.ParseRequestURI(target)
+	if err != nil || !strings.HasPrefix(target, "/") {
+		return Decision{}, notRequest
+	}
+	r := (&http.Request{Method: method, URL: u, RequestURI: target, Host: host, Header: http.Header{},
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}).WithContext(ctx)
 	if raw != "" {
 		if p.tokenCookie != "" {

@@ -69,6 +69,16 @@ func TestDecisionsGolden(t *testing.T) {
 			fwd = "forwarded"
 		}
 		fmt.Fprintf(&b, "%-36s → %d %-13s %-9s %s\n", line, rec.Code, dec, fwd, rl.label)
+
+		// Decide reaches the same verdict for the same request.
+		d, err := p.Decide(context.Background(), f[0], f[1], tokens[f[2]])
+		wantStatus := rec.Code
+		if fwd == "forwarded" {
+			wantStatus = 0
+		}
+		if err != nil || d.Rule != rl.label || d.Decision != dec.String() || d.Status != wantStatus {
+			t.Errorf("%s: Decide = %+v, %v; ServeHTTP: %d %s %s", line, d, err, wantStatus, dec, rl.label)
+		}
 	}
 	got := b.String()
 	golden := filepath.Join("testdata", "decisions.golden")
@@ -114,8 +124,25 @@ func TestDecide(t *testing.T) {
 			t.Errorf("Decide(%s %s) = %+v, %v; want %+v", tt.method, tt.target, got, err, tt.want)
 		}
 	}
-	if _, err := p.Decide(context.Background(), "GET", "no-slash", ""); err == nil {
-		t.Error("target without a leading slash accepted")
+	for _, bad := range []string{"no-slash", "https://user@example.com/x", "https:///x", "ftp://example.com/x", "https://example.com/x#frag"} {
+		if _, err := p.Decide(context.Background(), "GET", bad, ""); err == nil {
+			t.Errorf("target %q accepted", bad)
+		}
+	}
+	// An absolute URL is judged on its host, canonicalised as ServeHTTP
+	// canonicalises Host.
+	hosted, err := compileRules([]RouteConfig{{Match: "GET api.example.com/x", Roles: []string{"admin"}}, {Match: "GET /x", Public: true}}, PolicyAuthenticated, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.rules = hosted
+	for target, want := range map[string]string{
+		"https://API.Example.com./x": "forbidden", "http://api.example.com:8443/x": "forbidden",
+		"https://other.example.com/x": "public", "/x": "public",
+	} {
+		if d, err := p.Decide(context.Background(), "GET", target, plain); err != nil || d.Decision != want {
+			t.Errorf("Decide(GET %s) = %+v, %v; want %s", target, d, err, want)
+		}
 	}
 	if tr.n.Load() != 0 {
 		t.Error("Decide forwarded a request")

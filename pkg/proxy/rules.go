@@ -77,6 +77,11 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 			errs = append(errs, err)
 			continue
 		}
+		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
+			// The excluded path is public before any rule is looked at.
+			errs = append(errs, fmt.Errorf("proxy: routes[%d] %q: its path %q is in idp.excluded_paths, which serves it without a token before any rule: remove one of the two", i, rc.Match, p))
+			continue
+		}
 		if err := register(rs.mux, r.pattern, r); err != nil {
 			errs = append(errs, explainConflict(rs.rules, i, rc.Match, err))
 			continue
@@ -238,6 +243,10 @@ func neverMatches(pattern string) error {
 		case method == http.MethodConnect || method == http.MethodTrace:
 			return fmt.Errorf("method %s is always refused by the proxy (405)", method)
 		}
+	}
+	if h := patternHost(pattern); strings.LastIndexByte(h, ':') > strings.LastIndexByte(h, ']') {
+		return fmt.Errorf("host %q has a port: rules match the host name only (ServeMux ignores the request's port): write %q",
+			h, h[:strings.LastIndexByte(h, ':')])
 	}
 	path := patternPath(pattern)
 	if path == "" {

@@ -124,15 +124,29 @@ func TestRulesThatNeverMatchAreErrors(t *testing.T) {
 		{"GET /a;b", "refused before any rule"},
 		{"/a%2Fb", "refused before any rule"},
 		{"GET Example.com/x", `write the host "Example.com" as "example.com"`},
+		{"GET example.com:8080/zz", `host "example.com:8080" has a port`},
+		{"[::1]:8080/zz", `has a port`},
 	} {
 		_, err := compileRules([]RouteConfig{{Match: tc.match, Public: true}}, PolicyAuthenticated, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.match, err, tc.want)
 		}
 	}
-	for _, ok := range []string{"GET /{code}", "/api/{version}/items/{id...}", "GET /static/", "PROPFIND /dav/", "M-SEARCH /", "/", "GET /{$}"} {
+	for _, ok := range []string{"GET /{code}", "/api/{version}/items/{id...}", "GET /static/", "PROPFIND /dav/", "M-SEARCH /", "/", "GET /{$}", "GET [::1]/x"} {
 		if _, err := compileRules([]RouteConfig{{Match: ok, Public: true}}, PolicyAuthenticated, nil); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}
+	}
+	// A rule on a path that idp.excluded_paths already serves publicly
+	// could never apply.
+	excluded := []string{"/health", "/admin/open"}
+	_, err := compileRules([]RouteConfig{{Match: "GET /health", Roles: []string{"ops"}}}, PolicyAuthenticated, excluded)
+	if err == nil || !strings.Contains(err.Error(), "is in idp.excluded_paths") {
+		t.Errorf("rule on an excluded path: err = %v", err)
+	}
+	// Wildcards and subtrees that merely contain an excluded path are the
+	// exceptions excluded_paths are for.
+	if _, err := compileRules([]RouteConfig{{Match: "/admin/", Roles: []string{"ops"}}, {Match: "GET /{code}", Public: true}}, PolicyAuthenticated, excluded); err != nil {
+		t.Errorf("subtree and wildcard rules around excluded paths refused: %v", err)
 	}
 }

@@ -324,6 +324,23 @@ func TestServeTLS(t *testing.T) {
 	if resp.StatusCode != 200 || string(b) != "proto=https" {
 		t.Fatalf("over TLS: %d %q", resp.StatusCode, b)
 	}
+
+	// tls.min_version 1.3 refuses a TLS 1.2 client and serves a 1.3 one.
+	cfg13 := writeConfig(t, idpSrv, upstream.URL, fmt.Sprintf("tls: {cert_file: %q, key_file: %q, min_version: \"1.3\"}\n", certFile, keyFile))
+	addr13, _, _, _ := startServe(t, nil, "-c", cfg13, "--metrics-listen", "off")
+	for _, c := range []struct {
+		max uint16
+		ok  bool
+	}{{tls.VersionTLS12, false}, {tls.VersionTLS13, true}} {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: c.max}}}
+		resp, err := client.Get("https://" + addr13 + "/health")
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if (err == nil) != c.ok {
+			t.Errorf("min_version 1.3, client up to %s: err = %v, want ok=%v", tls.VersionName(c.max), err, c.ok)
+		}
+	}
 }
 
 // selfSigned writes a certificate for 127.0.0.1 and its key.

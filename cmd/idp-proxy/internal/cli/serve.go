@@ -84,10 +84,22 @@ type running struct {
 }
 
 func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g := rn.cur.Load()
-	g.inflight.Add(1)
-	defer g.inflight.Add(-1)
-	g.proxy.ServeHTTP(w, r)
+	for {
+		g := rn.cur.Load()
+		g.inflight.Add(1)
+		// A reload that swapped g out between the Load and the Add may
+		// already have seen no request in flight and retired g's plugin:
+		// count on the current generation instead. retire starts only
+		// after the swap, so a request counted on a still-current g
+		// holds its plugin open.
+		if rn.cur.Load() != g {
+			g.inflight.Add(-1)
+			continue
+		}
+		defer g.inflight.Add(-1)
+		g.proxy.ServeHTTP(w, r)
+		return
+	}
 }
 
 // opsHandler serves the operations endpoints across reloads; readiness

@@ -56,7 +56,8 @@ document {decision, error, reason, issuer, user, claims} on stdout and exits
 with status 0 when the token is valid, 1 otherwise. The token itself is never
 printed.
 
-With --request "METHOD /path", verify also judges that request with the
+With --request "METHOD /path" (or "METHOD https://host/path", to judge host
+rules too), verify also judges that request with the
 configured rules (which needs the whole configuration) and adds
 {rule, decision, status, user} under "request"; status is the proxy's answer,
 0 when it would forward. It then exits 1 when the request would be refused.

@@ -41,6 +41,10 @@ type File struct {
 	Server  Server              `mapstructure:"server"`
 	TLS     TLS                 `mapstructure:"tls"`
 	Log     Log                 `mapstructure:"log"`
+
+	// fromEnv maps the keys Load took from the environment to their
+	// variables, so that Check's errors can name the variable.
+	fromEnv map[string]string
 }
 
 // IDP holds every idp.Config option under its specification name.
@@ -281,7 +285,7 @@ func (f File) CheckWith(o CheckOptions) (string, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	return table, errors.Join(errs...)
+	return table, f.blameEnvironment(errors.Join(errs...))
 }
 
 // validate reports the problems of the program's own sections, and the

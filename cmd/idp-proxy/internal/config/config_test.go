@@ -154,6 +154,30 @@ func TestLoadEnvironmentAndOverrides(t *testing.T) {
 	if err != nil || c.Listen != "127.0.0.1:2222" {
 		t.Errorf("env over file: listen = %q, %v", c.Listen, err)
 	}
+
+	// A value that loads but does not check names its variable when it
+	// came from the environment, and only then.
+	bad := []string{"IDP_PROXY_LISTEN=127.0.0.1:99999", "IDP_PROXY_IDP_LEEWAY=-5s"}
+	c, err = Load(path, LoadOptions{Env: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Check()
+	for _, want := range []string{"IDP_PROXY_LISTEN", "IDP_PROXY_IDP_LEEWAY"} {
+		if err == nil || !strings.Contains(err.Error(), "environment variable "+want) {
+			t.Errorf("check error %v does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "IDP_PROXY_METRICS_LISTEN") {
+		t.Errorf("check error names a variable that was not set: %v", err)
+	}
+	c, err = Load(path, LoadOptions{Env: bad[:1], Overrides: map[string]any{"listen": "127.0.0.1:99998"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Check(); err == nil || strings.Contains(err.Error(), "IDP_PROXY_LISTEN") {
+		t.Errorf("a flag over the variable: the variable is blamed: %v", err)
+	}
 }
 
 func TestLoadRejects(t *testing.T) {
@@ -374,6 +398,8 @@ func TestLoadPointsAtMistakes(t *testing.T) {
 		{"top-level typo", minimalYAML + "listne: 127.0.0.1:1\n", nil, []string{"c.yaml:4:1", `unknown key "listne"`, `did you mean "listen"`}},
 		{"section typo", minimalYAML + "headers:\n  usr: X-User\n", nil, []string{"c.yaml:5:3", `"headers.usr"`, `did you mean "headers.user"`}},
 		{"rule typo", minimalYAML + "routes:\n  - match: GET /x\n    role: [a]\n", nil, []string{"c.yaml:6:5", `"routes[0].role"`, `did you mean "routes[0].roles"`}},
+		{"swapped letters", minimalYAML + "routes:\n  - match: GET /x\n    rolse: [a]\n", nil, []string{"c.yaml:6:5", `did you mean "routes[0].roles"`}},
+		{"swapped letters in a short key", minimalYAML + "lsiten: 127.0.0.1:1\n", nil, []string{`did you mean "listen"`}},
 		{"idp typo", "idp:\n  server_ulr: http://x\n", nil, []string{"c.yaml:2:3", `did you mean "idp.server_url"`}},
 		{"bad duration with line", minimalYAML + "server:\n  read_timeout: soon\n", nil, []string{"c.yaml:5:17", "server.read_timeout", `"soon" is not a duration`}},
 		{"bad bool with line", minimalYAML + "headers: {forward_token: maybe}\n", nil, []string{"c.yaml:4:", "headers.forward_token", "not true or false"}},

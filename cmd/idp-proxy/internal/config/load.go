@@ -73,6 +73,7 @@ func Load(path string, o LoadOptions) (File, error) {
 		envNames[EnvName(k)] = k
 	}
 	var errs []error
+	fromEnv := map[string]string{}
 	for _, kv := range o.Env {
 		name, val, ok := strings.Cut(kv, "=")
 		if !ok || !strings.HasPrefix(name, EnvPrefix) || name == EnvConfigFile {
@@ -94,12 +95,14 @@ func Load(path string, o LoadOptions) (File, error) {
 			}
 		}
 		v.Set(k, val)
+		fromEnv[k] = name
 	}
 	if len(errs) > 0 {
 		return File{}, errors.Join(errs...)
 	}
 	for k, val := range o.Overrides {
 		v.Set(k, val)
+		delete(fromEnv, k)
 	}
 	var c File
 	err := v.Unmarshal(&c, func(dc *mapstructure.DecoderConfig) {
@@ -129,7 +132,49 @@ func Load(path string, o LoadOptions) (File, error) {
 			c.Routes = doc.Routes
 		}
 	}
+	if len(fromEnv) > 0 {
+		c.fromEnv = fromEnv
+	}
 	return c, nil
+}
+
+// blameEnvironment adds to err, for every key set by an environment
+// variable that err's messages name, a line that names the variable: the
+// value to fix is in the environment, not in the file.
+func (f File) blameEnvironment(err error) error {
+	if err == nil || len(f.fromEnv) == 0 {
+		return err
+	}
+	msg := err.Error()
+	keys := make([]string, 0, len(f.fromEnv))
+	for k := range f.fromEnv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	notes := []error{err}
+	for _, k := range keys {
+		if mentionsKey(msg, k) {
+			notes = append(notes, fmt.Errorf("proxy: %s comes from the environment variable %s, not from the file", k, f.fromEnv[k]))
+		}
+	}
+	return errors.Join(notes...)
+}
+
+// mentionsKey reports whether msg names the dotted key k as a whole word
+// ("listen" in `listen "x"`, not in "metrics_listen").
+func mentionsKey(msg, k string) bool {
+	word := func(c byte) bool { return c == '_' || c == '.' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+	for i := 0; ; {
+		j := strings.Index(msg[i:], k)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(k)
+		if (start == 0 || !word(msg[start-1])) && (end == len(msg) || !word(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
 }
 
 // envSuffixes are the environment names of keys without EnvPrefix, lower
