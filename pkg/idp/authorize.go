@@ -51,6 +51,21 @@ type Verdict struct {
 	// ErrInvalidRequest, ErrInvalidToken, ErrForbidden or ErrUnavailable
 	// (Reason gives the invalid_token description).
 	Err error
+	// Cookies must be set on the answer whatever the outcome: a browser
+	// session's refreshed cookie, or the deletion of a session that ended
+	// (Config.Session). WriteVerdict sets them; on Allowed, call
+	// SetCookies before serving.
+	Cookies []*http.Cookie
+	// Session reports that the token came from a browser session rather
+	// than from the request's Authorization header or token cookie.
+	Session bool
+}
+
+// SetCookies adds v.Cookies to w's header.
+func (v Verdict) SetCookies(w http.ResponseWriter) {
+	for _, c := range v.Cookies {
+		http.SetCookie(w, c)
+	}
 }
 
 // Allowed reports whether the request may be served.
@@ -125,35 +140,62 @@ func VerdictOf(err error) Verdict {
 // from the context.
 func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
 	id := identityFrom(r.Context())
+	var v Verdict
 	if id == nil {
 		raw, err := p.TokenFromRequest(r)
+		if errors.Is(err, ErrNoToken) && p.sessions != nil {
+			raw, v.Cookies, err = p.sessions.token(r)
+			v.Session = err == nil
+		}
 		if err != nil {
-			return VerdictOf(err)
+			return v.with(VerdictOf(err))
 		}
 		if id, err = p.verify(r.Context(), raw); err != nil {
-			return VerdictOf(err)
+			if v.Session && errors.Is(err, ErrInvalidToken) {
+				// A session whose token no longer verifies (the provider's
+				// keys changed past it): over, sign in again.
+				p.cfg.Logger.Info("idp: session ended: its access token no longer verifies", "reason", Reason(err))
+				v.Cookies = p.sessions.clearCookies(r)
+				return v.with(VerdictOf(ErrNoToken))
+			}
+			return v.with(VerdictOf(err))
 		}
 	}
 	for _, g := range guards {
 		if !g.Allow(id.User) {
-			return Verdict{Outcome: Forbidden, Identity: id, Err: ErrForbidden}
+			return v.with(Verdict{Outcome: Forbidden, Identity: id, Err: ErrForbidden})
 		}
 	}
-	return Verdict{Outcome: Allowed, Identity: id}
+	return v.with(Verdict{Outcome: Allowed, Identity: id})
+}
+
+// with returns o carrying v's session fields.
+func (v Verdict) with(o Verdict) Verdict {
+	o.Cookies, o.Session = v.Cookies, v.Session
+	return o
 }
 
 // WriteVerdict answers a refused request as RFC 6750 and RFC 9457 want it:
 // 401 with WWW-Authenticate (error="invalid_token" only when a token was
 // sent), 400 invalid_request, 403 insufficient_scope, 503 with Retry-After
 // while the keys are unavailable. The body is application/problem+json and
-// never echoes the token. An Allowed verdict writes nothing.
+// never echoes the token. With browser sessions (Config.Session), a
+// browser navigation without credentials (see IsNavigation) is sent to the
+// login route instead: 302 to {AuthPrefix}/login?return_to=<the path and
+// query>. The verdict's Cookies are set in every case; an Allowed verdict
+// writes nothing else.
 func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict) {
+	v.SetCookies(w)
 	realm := `Bearer realm="` + p.realmQuoted + `"`
 	h := w.Header()
 	switch v.Outcome {
 	case Allowed:
 		return
 	case NoToken:
+		if p.sessions != nil && IsNavigation(r) {
+			p.redirectToLogin(w, r)
+			return
+		}
 		h.Set("WWW-Authenticate", realm)
 	case InvalidRequest:
 		h.Set("WWW-Authenticate", realm+`, error="invalid_request"`)

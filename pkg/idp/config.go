@@ -124,6 +124,15 @@ type Config struct {
 	// Scopes requested by the login route; "openid" is always included.
 	// ["openid", "profile", "email"]
 	Scopes []string
+
+	// Session turns on browser sessions: the callback starts a session
+	// and redirects back instead of answering the token document, a
+	// request without a bearer token is judged with its session's access
+	// token (refreshed before it expires), a browser navigation without
+	// credentials is sent to the login route, and logout ends the session
+	// at the provider too. Needs IncludeRoutes. nil: the API mode of the
+	// specification. [nil]
+	Session *SessionConfig
 }
 
 // Issuer returns the realm's issuer URL, ServerURL + "/realms/" + Realm.
@@ -181,6 +190,10 @@ func (c Config) withDefaults() Config {
 	if len(c.Scopes) == 0 {
 		c.Scopes = []string{"openid", "profile", "email"}
 	}
+	if c.Session != nil {
+		s := c.Session.withDefaults()
+		c.Session = &s
+	}
 	return c
 }
 
@@ -234,6 +247,12 @@ func (c Config) validate() error {
 		if len(c.SessionSecret) < 32 {
 			bad("a session secret of at least 32 bytes is required when include_routes is true")
 		}
+	}
+	if c.Session != nil {
+		if !c.IncludeRoutes {
+			bad("sessions need include_routes: the login routes start them")
+		}
+		c.Session.validate(bad)
 	}
 	for _, p := range c.ExcludedPaths {
 		if !strings.HasPrefix(p, "/") {

@@ -104,6 +104,7 @@ func (p *Plugin) withIdentity(h func(w http.ResponseWriter, r *http.Request, id 
 			p.WriteVerdict(w, r, v)
 			return
 		}
+		v.SetCookies(w)
 		h(w, withVerdict(r, v), v.Identity)
 	})
 }

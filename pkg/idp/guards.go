@@ -137,6 +137,7 @@ func (p *Plugin) Require(guards ...Guard) func(http.Handler) http.Handler {
 				p.WriteVerdict(w, r, v)
 				return
 			}
+			v.SetCookies(w)
 			next.ServeHTTP(w, withVerdict(r, v))
 		})
 	}

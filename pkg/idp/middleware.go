@@ -122,6 +122,7 @@ func (p *Plugin) Middleware(next http.Handler) http.Handler {
 			p.WriteVerdict(w, r, v)
 			return
 		}
+		v.SetCookies(w)
 		next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), v.Identity)))
 	})
 }
@@ -180,12 +181,16 @@ func quoteRealm(s string) string {
 
 // CookieNames lists the cookies the plugin reads or sets: Config.CookieName
 // (the token cookie of TokenLocationCookie, which the login routes also
-// set) and, with IncludeRoutes, LoginStateCookie. A proxy in front of an
-// application keeps the application from setting or clearing them.
+// set), with IncludeRoutes LoginStateCookie, and with Config.Session the
+// session cookie and its chunks (SessionCookieNames). A proxy in front of
+// an application keeps the application from setting or clearing them.
 func (p *Plugin) CookieNames() []string {
 	names := []string{p.cfg.CookieName}
 	if p.cfg.IncludeRoutes {
 		names = append(names, LoginStateCookie)
+	}
+	if p.sessions != nil {
+		names = append(names, p.sessions.cookieNames()...)
 	}
 	return names
 }

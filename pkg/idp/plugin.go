@@ -23,7 +23,8 @@ type Plugin struct {
 	kf          keyfunc.Keyfunc              // key selection over keys (see selectKey)
 	keys        *keySet
 	cache       *tokenCache
-	intern      *interner // claim strings shared between tokens (see decodeClaims)
+	sessions    *sessionManager // nil without Config.Session
+	intern      *interner       // claim strings shared between tokens (see decodeClaims)
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // COOKIE location: see TokenFromRequest
@@ -78,6 +79,14 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		if u, err := url.Parse(cfg.RedirectURI); err == nil && u.Host != "" {
 			_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 		}
+	}
+	if cfg.Session != nil {
+		u, _ := url.Parse(cfg.RedirectURI) // validated
+		sm, err := newSessionManager(p, *cfg.Session, u.Scheme == "https")
+		if err != nil {
+			return nil, err
+		}
+		p.sessions = sm
 	}
 	p.keys = &keySet{
 		client:   cfg.HTTPClient,

@@ -146,7 +146,7 @@ func (p *Plugin) newRoutes() http.Handler {
 	if prefix == "/" {
 		prefix = ""
 	}
-	return &authRoutes{
+	a := &authRoutes{
 		p:      p,
 		cfg:    p.cfg,
 		seal:   seal,
@@ -167,10 +167,15 @@ func (p *Plugin) newRoutes() http.Handler {
 			prefix + "/refresh":  {http.MethodPost, (*authRoutes).refresh},
 		},
 	}
+	if p.sessions != nil {
+		a.paths[prefix+"/logout"] = route{"GET, POST", (*authRoutes).sessionLogout}
+		a.paths[prefix+"/backchannel-logout"] = route{http.MethodPost, (*authRoutes).backchannelLogout}
+	}
+	return a
 }
 
 type route struct {
-	method string
+	method string // one method, or a list ("GET, POST")
 	serve  func(*authRoutes, http.ResponseWriter, *http.Request)
 }
 
@@ -194,7 +199,7 @@ func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "no such authentication route")
 		return
 	}
-	if r.Method != rt.method {
+	if r.Method != rt.method && !(strings.Contains(rt.method, ", ") && slices.Contains(strings.Split(rt.method, ", "), r.Method)) {
 		w.Header().Set("Allow", rt.method)
 		writeProblem(w, http.StatusMethodNotAllowed, "method not allowed; use "+rt.method)
 		return
@@ -204,21 +209,25 @@ func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // oauthConfig builds the x/oauth2 configuration from the discovered
 // endpoints, or returns nil when discovery has not completed yet.
-func (a *authRoutes) oauthConfig() *oauth2.Config {
-	meta := a.p.keys.meta.Load()
+func (a *authRoutes) oauthConfig() *oauth2.Config { return a.p.oauthConfig(a.scopes) }
+
+// oauthConfig builds the x/oauth2 configuration of the client from the
+// discovered endpoints, or returns nil when discovery has not completed.
+func (p *Plugin) oauthConfig(scopes []string) *oauth2.Config {
+	meta := p.keys.meta.Load()
 	if meta == nil {
 		return nil
 	}
 	return &oauth2.Config{
-		ClientID:     a.cfg.ClientID,
-		ClientSecret: a.cfg.ClientSecret,
+		ClientID:     p.cfg.ClientID,
+		ClientSecret: p.cfg.ClientSecret,
 		Endpoint: oauth2.Endpoint{
 			AuthURL:   meta.AuthorizationEndpoint,
 			TokenURL:  meta.TokenEndpoint,
 			AuthStyle: oauth2.AuthStyleInParams,
 		},
-		RedirectURL: a.cfg.RedirectURI,
-		Scopes:      a.scopes,
+		RedirectURL: p.cfg.RedirectURI,
+		Scopes:      scopes,
 	}
 }
 
@@ -297,7 +306,17 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "the answer comes from another identity provider")
 		return
 	}
-	if !a.used.use(st.State, time.Unix(st.Exp, 0), now) {
+	first := a.used.use(st.State, time.Unix(st.Exp, 0), now)
+	if first && a.p.sessions != nil && a.p.sessions.backend != nil {
+		// Once across replicas, not only on this one.
+		var err error
+		if first, err = a.p.sessions.useLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
+			a.cfg.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
+			writeUnavailable(w)
+			return
+		}
+	}
+	if !first {
 		writeProblem(w, http.StatusBadRequest, "this login has already been completed")
 		return
 	}
@@ -345,6 +364,10 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.cfg.Logger.Info("idp: login completed", "sub", id.Payload.Subject)
+	if a.p.sessions != nil {
+		a.startSession(w, r, tok, rawID, id, st.ReturnTo)
+		return
+	}
 	a.writeTokens(w, r, tok, rawID, st.ReturnTo)
 }
 

@@ -46,27 +46,39 @@ var (
 	errSealedExpired = errors.New("idp: sealed value expired")
 )
 
-// sealer seals and opens small values with AES-256-GCM. It is safe for
-// concurrent use.
+// sealer seals and opens small values with AES-256-GCM. It seals with the
+// key of the current secret and opens with it or with the key of a
+// previous secret (key rotation). It is safe for concurrent use.
 type sealer struct {
-	aead cipher.AEAD
+	aead cipher.AEAD   // the current key: seals and opens
+	old  []cipher.AEAD // previous keys: open only
+	max  int           // longest value open accepts
 }
 
-// newSealer derives the sealing key for purpose from secret.
-func newSealer(secret []byte, purpose string) (*sealer, error) {
-	key, err := hkdf.Key(sha256.New, secret, nil, "idp-proxy/pkg/idp "+purpose, 32)
-	if err != nil {
-		return nil, fmt.Errorf("idp: derive sealing key: %w", err)
+// newSealer derives the sealing key for purpose from secret, and the keys
+// of the previous secrets that may still open values.
+func newSealer(secret []byte, purpose string, previous ...[]byte) (*sealer, error) {
+	s := &sealer{max: 8 << 10}
+	for i, sec := range append([][]byte{secret}, previous...) {
+		key, err := hkdf.Key(sha256.New, sec, nil, "idp-proxy/pkg/idp "+purpose, 32)
+		if err != nil {
+			return nil, fmt.Errorf("idp: derive sealing key: %w", err)
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("idp: sealing cipher: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("idp: sealing cipher: %w", err)
+		}
+		if i == 0 {
+			s.aead = aead
+		} else {
+			s.old = append(s.old, aead)
+		}
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("idp: sealing cipher: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("idp: sealing cipher: %w", err)
-	}
-	return &sealer{aead: aead}, nil
+	return s, nil
 }
 
 type sealedPayload struct {
@@ -99,7 +111,7 @@ func sealAAD(name string) []byte { return append([]byte{sealVersion}, name...) }
 // open authenticates and decrypts value sealed for the cookie name and
 // decodes it into v. It fails with errSealed or errSealedExpired.
 func (s *sealer) open(name, value string, now time.Time, v any) error {
-	if len(value) > 8<<10 {
+	if len(value) > s.max {
 		return errSealed
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(value)
@@ -108,6 +120,12 @@ func (s *sealer) open(name, value string, now time.Time, v any) error {
 		return errSealed
 	}
 	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
+	for _, old := range s.old {
+		if err == nil {
+			break
+		}
+		plain, err = old.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
+	}
 	if err != nil {
 		return errSealed
 	}

@@ -486,3 +486,41 @@ func (s *Server) endSession(sid string) {
 		}
 	}
 }
+
+// SessionIDs lists the sid of every active login session.
+func (s *Server) SessionIDs() []string {
+	s.flow.mu.Lock()
+	defer s.flow.mu.Unlock()
+	ids := make([]string, 0, len(s.flow.sessions))
+	for id := range s.flow.sessions {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// EndSessions ends every login session, as an administrator signing all
+// users out would: their refresh tokens stop working.
+func (s *Server) EndSessions() {
+	for _, sid := range s.SessionIDs() {
+		s.endSession(sid)
+	}
+}
+
+// LogoutToken mints an OpenID Connect Back-Channel Logout 1.0 logout
+// token for client, naming the provider session sid and/or the user sub
+// ("" leaves either out), as the provider POSTs it to a client's
+// back-channel logout URI (form field logout_token).
+func (s *Server) LogoutToken(client, sid, sub string) string {
+	claims := map[string]any{
+		"iss": s.Issuer, "aud": client, "iat": time.Now().Unix(), "exp": time.Now().Add(2 * time.Minute).Unix(),
+		"jti": randomHex(16), "typ": "Logout",
+		"events": map[string]any{"http://schemas.openid.net/event/backchannel-logout": map[string]any{}},
+	}
+	if sid != "" {
+		claims["sid"] = sid
+	}
+	if sub != "" {
+		claims["sub"] = sub
+	}
+	return s.MintWith(MintOptions{NoDefaults: true, Header: map[string]any{"typ": "logout+jwt"}}, claims)
+}

@@ -1,0 +1,283 @@
+package idp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+// The /auth routes in session mode (Config.Session): the callback starts a
+// session and redirects back, logout ends it, and the provider ends
+// sessions through OpenID Connect Back-Channel Logout 1.0.
+
+// backchannelLogoutEvent is the member of a logout token's events claim.
+const backchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logout"
+
+// maxLogoutTokenAge bounds how old (by iat) a logout token may be.
+const maxLogoutTokenAge = 5 * time.Minute
+
+// startSession answers a completed login in session mode: a session, its
+// cookie, and a redirect to where the login began.
+func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID string, id *Identity, returnTo string) {
+	sid := ""
+	if t, err := parseJWS(rawID); err == nil {
+		if c, err := decodeClaims(nil, t.payload); err == nil {
+			sid = c.SID
+		}
+	}
+	cookies, err := a.p.sessions.create(r.Context(), r, tok, rawID, id, sid)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			a.cfg.Logger.Warn("idp: callback: the session could not be stored", "error", err)
+			writeUnavailable(w)
+			return
+		}
+		a.cfg.Logger.Error("idp: callback: the session could not be created", "error", err)
+		writeProblem(w, http.StatusBadGateway, "the session could not be created: "+err.Error())
+		return
+	}
+	for _, c := range cookies {
+		http.SetCookie(w, c)
+	}
+	if returnTo == "" {
+		returnTo = "/"
+	}
+	// Re-validated: the sealed state was checked when it was made, but
+	// the redirect is the dangerous step.
+	if _, ok := safeReturnTo(returnTo); !ok {
+		returnTo = "/"
+	}
+	http.Redirect(w, r, returnTo, http.StatusFound)
+}
+
+// sessionLogout ends the session of the request: locally, at the provider
+// (the refresh token is revoked and the provider's session ended by a
+// back-channel call), and, for a browser, through the provider's
+// end_session_endpoint with id_token_hint and the post-logout redirect.
+// GET is accepted for links and forms; a cross-site request is refused.
+func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || a.cop.Check(r) != nil {
+		writeProblem(w, http.StatusForbidden, "cross-site request refused")
+		return
+	}
+	if r.Method == http.MethodPost {
+		var body struct {
+			RefreshToken string `json:"refresh_token"`
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" || r.ContentLength > 0 {
+			if !decodeBody(w, r, &body, true) {
+				return
+			}
+		}
+	}
+	s, clear, err := a.p.sessions.end(r.Context(), r)
+	if err != nil {
+		a.cfg.Logger.Warn("idp: logout: the session store is unavailable", "error", err)
+		writeUnavailable(w)
+		return
+	}
+	for _, c := range clear {
+		http.SetCookie(w, c)
+	}
+	http.SetCookie(w, a.stateCookie(r, "", -1))
+	w.Header().Set("Cache-Control", "no-store")
+	outcome := "skipped"
+	if s != nil && s.Refresh != "" {
+		outcome = "failed"
+		if a.providerLogout(r.Context(), s.Refresh) {
+			outcome = "done"
+		}
+	}
+	if s != nil {
+		a.cfg.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
+	}
+	if !IsNavigation(r) && !(r.Method == http.MethodPost && acceptsHTML(r)) {
+		writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "provider_logout": outcome})
+		return
+	}
+	target := a.p.cfg.Session.PostLogoutRedirectURI
+	if target == "" {
+		target = "/"
+	}
+	if meta := a.p.keys.meta.Load(); meta != nil && meta.EndSessionEndpoint != "" && s != nil && s.IDToken != "" {
+		if u, err := url.Parse(meta.EndSessionEndpoint); err == nil {
+			q := u.Query()
+			q.Set("client_id", a.cfg.ClientID)
+			q.Set("id_token_hint", s.IDToken)
+			if pl := a.p.cfg.Session.PostLogoutRedirectURI; pl != "" {
+				q.Set("post_logout_redirect_uri", pl)
+			}
+			u.RawQuery = q.Encode()
+			target = u.String()
+		}
+	}
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
+func acceptsHTML(r *http.Request) bool {
+	return strings.Contains(strings.ToLower(strings.Join(r.Header.Values("Accept"), ",")), "text/html")
+}
+
+// backchannelLogout serves OpenID Connect Back-Channel Logout 1.0: the
+// provider POSTs a logout token (form field logout_token); a valid one
+// ends the matching sessions at once: the provider session's (sid), or
+// all of the user's (sub) when it names no sid. 200 when done, 400 for
+// a token that does not verify, 503 when the session store is down.
+func (a *authRoutes) backchannelLogout(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		writeProblem(w, http.StatusUnsupportedMediaType, "the body must be application/x-www-form-urlencoded")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAuthBody))
+	if err != nil {
+		writeProblem(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes", maxAuthBody))
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil || len(form["logout_token"]) != 1 || form.Get("logout_token") == "" {
+		writeProblem(w, http.StatusBadRequest, "exactly one logout_token is required")
+		return
+	}
+	lt, err := a.p.verifyLogoutToken(r.Context(), form.Get("logout_token"))
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			writeUnavailable(w)
+			return
+		}
+		a.cfg.Logger.Warn("idp: back-channel logout token refused", "reason", Reason(err))
+		writeProblem(w, http.StatusBadRequest, "invalid logout token: "+Reason(err))
+		return
+	}
+	n, err := a.endSessions(r.Context(), lt)
+	if err != nil {
+		a.cfg.Logger.Warn("idp: back-channel logout: the session store is unavailable", "error", err)
+		writeUnavailable(w)
+		return
+	}
+	a.cfg.Logger.Info("idp: back-channel logout", "sid", lt.sid, "sub", lt.sub, "sessions_ended", n)
+	w.WriteHeader(http.StatusOK)
+}
+
+// logoutToken is what a verified logout token names.
+type logoutToken struct{ sid, sub, jti string }
+
+// verifyLogoutToken checks a back-channel logout token (OpenID Connect
+// Back-Channel Logout 1.0 §2.6): the signature with the provider's keys,
+// selected as for every token; typ, when present, JWT or logout+jwt; iss
+// the realm's issuer; aud naming this client; iat present, not in the
+// future and at most 5 minutes old; exp, when present, not past; the
+// events claim holding the back-channel logout event as an object; sid or
+// sub; no nonce. Claim names are exact, as in access tokens.
+func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToken, error) {
+	if len(raw) > p.cfg.MaxTokenBytes {
+		return nil, invalid("token too large", nil)
+	}
+	snap := p.keys.current()
+	if snap == nil {
+		return nil, ErrUnavailable
+	}
+	t, err := parseJWS(raw)
+	if err != nil {
+		return nil, err
+	}
+	switch strings.ToLower(t.typ) {
+	case "", "jwt", "logout+jwt", "application/logout+jwt":
+	default:
+		return nil, invalid("not a logout token (typ)", nil)
+	}
+	if _, err := p.verifySignature(ctx, snap, t); err != nil {
+		return nil, err
+	}
+	c, err := decodeClaims(nil, t.payload)
+	if err != nil {
+		return nil, err
+	}
+	now := p.cfg.Now()
+	switch {
+	case c.Issuer != p.issuer:
+		return nil, invalid("wrong issuer", nil)
+	case !contains(c.Audience, p.cfg.ClientID):
+		return nil, invalid("not intended for this client", nil)
+	case !c.hasIat:
+		return nil, invalid("missing required claim iat", nil)
+	case now.Before(numericTime(c.iat).Add(-p.cfg.Leeway)):
+		return nil, invalid("issued in the future", nil)
+	case now.After(numericTime(c.iat).Add(maxLogoutTokenAge + p.cfg.Leeway)):
+		return nil, invalid("too old", nil)
+	case c.hasExp && now.After(numericTime(c.exp).Add(p.cfg.Leeway)):
+		return nil, invalid("token expired", nil)
+	case c.nonce:
+		return nil, invalid("a logout token carries no nonce", nil)
+	case c.SID == "" && c.Subject == "":
+		return nil, invalid("neither sid nor sub", nil)
+	}
+	event := false
+	_ = eachMember(nil, t.payload, func(name string, v []byte) error {
+		if name == "events" {
+			_ = eachMember(nil, v, func(ev string, val []byte) error {
+				if ev == backchannelLogoutEvent && len(val) > 0 && val[0] == '{' {
+					event = true
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if !event {
+		return nil, invalid("the events claim lacks the back-channel logout event", nil)
+	}
+	return &logoutToken{sid: c.SID, sub: c.Subject, jti: c.ID}, nil
+}
+
+// endSessions ends the sessions a logout token names and reports how many
+// it ended (the cookie store records the logout instead: -1).
+func (a *authRoutes) endSessions(ctx context.Context, lt *logoutToken) (int, error) {
+	m := a.p.sessions
+	now := a.cfg.Now()
+	if m.backend == nil {
+		until := now.Add(m.cfg.MaxAge).Unix()
+		if lt.jti != "" && !a.used.use("logout:"+lt.jti, now.Add(maxLogoutTokenAge*2), now) {
+			return 0, nil // replayed: already done
+		}
+		if lt.sid != "" {
+			m.revoked.revokeSID(lt.sid, until)
+		} else {
+			m.revoked.revokeSub(lt.sub, now.Unix(), until)
+		}
+		return -1, nil
+	}
+	if lt.jti != "" {
+		first, err := m.backend.SetNX(ctx, usedLogoutKey(lt.jti), []byte("1"), maxLogoutTokenAge*2)
+		if err != nil {
+			return 0, err
+		}
+		if !first {
+			return 0, nil
+		}
+	}
+	index := sessionBySID(lt.sid)
+	if lt.sid == "" {
+		index = sessionBySub(lt.sub)
+	}
+	ids, err := m.backend.SetMembers(ctx, index)
+	if err != nil {
+		return 0, err
+	}
+	keys := make([]string, 0, len(ids)+1)
+	for _, id := range ids {
+		keys = append(keys, sessionKey(id))
+	}
+	if err := m.backend.Delete(ctx, append(keys, index)...); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}
