@@ -31,6 +31,12 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (413 beyond); negative means
 	// unlimited. [10 MiB] (server.max_body_bytes in idp-proxy's file)
 	MaxBodyBytes int64
+	// SkipAuthPreflight forwards CORS preflights (OPTIONS with Origin and
+	// Access-Control-Request-Method) to the upstream without a token,
+	// whatever rule matches, so that the upstream answers them (a browser
+	// sends no credentials with a preflight). Like oauth2-proxy's
+	// skip_auth_preflight. [false]
+	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
 }
 
 // UpstreamConfig says where requests go.

@@ -27,6 +27,9 @@ type verdict struct {
 	// status and detail are the proxy's own refusals (400, 403, 405).
 	status int
 	detail string
+	// cookies are the plugin's session cookies to set on the answer (a
+	// refreshed session, or the deletion of one that ended).
+	cookies []*http.Cookie
 }
 
 // refused reports whether the request is answered by the proxy.
@@ -78,6 +81,9 @@ func (p *Proxy) decide(r *http.Request) verdict {
 	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
 		return verdict{rule: p.authRule, dec: decAuthRoute}
 	}
+	if p.cfg.SkipAuthPreflight && isPreflight(r) {
+		return verdict{rule: p.preflightRule, dec: decPublic}
+	}
 	rl := p.rules.match(r)
 	if !p.rules.caseSafe(r, rl) {
 		return bad(http.StatusBadRequest, "the path differs only in letter case from a path another rule protects")
@@ -90,9 +96,11 @@ func (p *Proxy) decide(r *http.Request) verdict {
 		if !p.crossOrigin(r) {
 			// A token on a public route: forward its identity when it is
 			// valid, otherwise go on anonymously (rewrite drops it).
-			if iv := p.authorize(r, nil); iv.Allowed() {
+			iv := p.authorize(r, nil)
+			if iv.Allowed() {
 				v.id = iv.Identity
 			}
+			v.cookies = iv.Cookies
 		}
 		return v
 	}
@@ -104,7 +112,12 @@ func (p *Proxy) decide(r *http.Request) verdict {
 	if !iv.Allowed() {
 		return verdict{rule: rl, dec: decisionOf(iv.Outcome), idp: iv, byIDP: true}
 	}
-	return verdict{rule: rl, dec: decAllowed, id: iv.Identity}
+	return verdict{rule: rl, dec: decAllowed, id: iv.Identity, cookies: iv.Cookies}
+}
+
+// isPreflight reports whether r is a CORS preflight request.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 }
 
 // authorize asks the plugin, timing verifications (not requests without

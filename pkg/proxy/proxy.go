@@ -48,23 +48,25 @@ type Options struct {
 // each request by the compiled rules, verifies its token with pkg/idp and
 // forwards it with identity headers. Create it with New.
 type Proxy struct {
-	cfg         Config
-	plugin      *idp.Plugin
-	rules       *ruleSet
-	headers     *headerRules
-	upstream    *url.URL
-	rp          *httputil.ReverseProxy
-	metrics     *Metrics
-	log         *slog.Logger
-	access      *slog.Logger
-	tokenCookie string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
-	reserved    reservedCookies             // cookies the upstream may not set
-	cop         *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
-	authPrefix  string                      // "" unless include_routes
-	authRoutes  http.Handler                // nil unless include_routes
-	authRule    *rule
-	badRule     *rule // label of requests rejected before any rule
-	maxBody     int64
+	cfg            Config
+	plugin         *idp.Plugin
+	rules          *ruleSet
+	headers        *headerRules
+	upstream       *url.URL
+	rp             *httputil.ReverseProxy
+	metrics        *Metrics
+	log            *slog.Logger
+	access         *slog.Logger
+	tokenCookie    string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
+	sessionCookies []string                    // the session cookie and its chunks, removed likewise
+	preflightRule  *rule                       // CORS preflights let through (Config.SkipAuthPreflight)
+	reserved       reservedCookies             // cookies the upstream may not set
+	cop            *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
+	authPrefix     string                      // "" unless include_routes
+	authRoutes     http.Handler                // nil unless include_routes
+	authRule       *rule
+	badRule        *rule // label of requests rejected before any rule
+	maxBody        int64
 
 	ridPrefix string
 	ridSeq    atomic.Uint64
@@ -181,6 +183,9 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 	}
 	p.metrics.plugin.Store(plugin)
 	p.reserved = newReservedCookies(plugin.CookieNames())
+	p.sessionCookies = plugin.SessionCookieNames()
+	p.preflightRule = &rule{index: -1, pattern: "OPTIONS (CORS preflight)", policy: policyPublic,
+		desc: "public (skip_auth_preflight)", label: "(preflight)"}
 	if ic.TokenLocation == idp.TokenLocationCookie {
 		p.tokenCookie = ic.CookieName
 		p.cop = http.NewCrossOriginProtection()
@@ -198,6 +203,7 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 	p.rules.def.metrics = p.metrics.forRule(p.rules.def.label)
 	p.authRule.metrics = p.metrics.forRule(p.authRule.label)
 	p.badRule.metrics = p.metrics.forRule(p.badRule.label)
+	p.preflightRule.metrics = p.metrics.forRule(p.preflightRule.label)
 
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -362,6 +368,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	if v.id != nil {
 		r = r.WithContext(idp.NewContext(r.Context(), v.id)) // read by rewrite
 	}
+	for _, c := range v.cookies {
+		http.SetCookie(w, c) // kept: ReverseProxy adds the upstream's headers to these
+	}
 	p.rp.ServeHTTP(w, r)
 	return v
 }
@@ -426,6 +435,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	out["X-Request-Id"] = in["X-Request-Id"]
 	if p.tokenCookie != "" {
 		stripCookie(out, p.tokenCookie)
+	}
+	for _, name := range p.sessionCookies {
+		stripCookie(out, name) // credentials: never forwarded
 	}
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
 		p.headers.setIdentity(out, id.User, id.Raw, bearerValue(in, id.Raw), id.Payload.EmailVerified)

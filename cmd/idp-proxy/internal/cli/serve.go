@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/internal/server"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
@@ -81,6 +83,10 @@ type running struct {
 	draining atomic.Bool
 	metrics  *proxy.Metrics
 	log      *slog.Logger
+	// sessions is the Redis session store opened at start (session.store
+	// redis), shared by every generation; nil otherwise.
+	sessions    *redisstore.Store
+	sessionsURL string
 }
 
 func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -138,6 +144,12 @@ func (rn *running) build(ctx context.Context, f config.File, prev *generation) (
 		return nil, err
 	}
 	ic.Logger = rn.log
+	if ic.Session != nil && f.Session.Store == config.StoreRedis {
+		if rn.sessions == nil || f.Session.RedisURL != rn.sessionsURL {
+			return nil, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
+		}
+		ic.Session.Backend = rn.sessions
+	}
 	g := &generation{file: f, ic: ic}
 	if prev != nil && sameIDP(prev.ic, ic) {
 		g.plugin = prev.plugin
@@ -248,6 +260,16 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	rn := &running{metrics: proxy.NewMetrics(), log: log}
+	if cfg.Session.Enabled && cfg.Session.Store == config.StoreRedis {
+		octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+		rn.sessions, err = redisstore.Open(octx, cfg.Session.RedisURL, cfg.Session.RedisPrefix)
+		ocancel()
+		if err != nil {
+			return fmt.Errorf("idp-proxy: session store: %w", err)
+		}
+		rn.sessionsURL = cfg.Session.RedisURL
+		defer func() { _ = rn.sessions.Close() }()
+	}
 	g, err := rn.build(ctx, cfg, nil)
 	if err != nil {
 		return err

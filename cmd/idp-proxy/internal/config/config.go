@@ -41,6 +41,10 @@ type File struct {
 	Server  Server              `mapstructure:"server"`
 	TLS     TLS                 `mapstructure:"tls"`
 	Log     Log                 `mapstructure:"log"`
+	Session Session             `mapstructure:"session"`
+	// SkipAuthPreflight lets CORS preflights through to the upstream
+	// without a token. [false]
+	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
 
 	// fromEnv maps the keys Load took from the environment to their
 	// variables, so that Check's errors can name the variable.
@@ -154,6 +158,12 @@ func Default() File {
 		},
 		TLS: TLS{MinVersion: "1.2"},
 		Log: Log{Format: "json", Level: "info"},
+		Session: Session{
+			Store:         StoreCookie,
+			CookieName:    idp.DefaultSessionCookie,
+			MaxAge:        idp.DefaultSessionMaxAge,
+			RefreshMargin: idp.DefaultSessionRefreshMargin,
+		},
 	}
 }
 
@@ -193,6 +203,8 @@ func (f File) Proxy() proxy.Config {
 		DefaultPolicy: f.DefaultPolicy,
 		Headers:       f.Headers,
 		MaxBodyBytes:  f.Server.MaxBodyBytes,
+
+		SkipAuthPreflight: f.SkipAuthPreflight,
 	}
 }
 
@@ -251,6 +263,9 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 	}
 	if session != "" {
 		ic.SessionSecret = []byte(session)
+	}
+	if ic.Session, err = f.Session.sessionConfig(noSecrets); err != nil {
+		return idp.Config{}, err
 	}
 	return ic, nil
 }
@@ -326,6 +341,7 @@ func (f File) validate() error {
 	if (f.TLS.CertFile == "") != (f.TLS.KeyFile == "") {
 		bad("tls.cert_file and tls.key_file go together: set both or neither")
 	}
+	f.Session.validate(bad)
 	if _, err := f.TLS.MinTLSVersion(); err != nil {
 		errs = append(errs, fmt.Errorf("proxy: %w", err))
 	}

@@ -278,6 +278,15 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"metrics on listen", func(c *File) { c.MetricsListen = c.Listen }, "metrics_listen must differ"},
 		{"default policy", func(c *File) { c.DefaultPolicy = "allow" }, "default_policy"},
 		{"token location", func(c *File) { c.IDP.TokenLocation = "query" }, "idp.token_location"},
+		{"session store", func(c *File) { c.Session.Enabled, c.Session.Store = true, "memcached" }, "session.store"},
+		{"session redis without url", func(c *File) { c.Session.Enabled, c.Session.Store = true, "redis" }, "session.redis_url is required"},
+		{"session redis bad url", func(c *File) {
+			c.Session.Enabled, c.Session.Store, c.Session.RedisURL = true, "redis", "http://x"
+		}, "session.redis_url"},
+		{"session without include_routes", func(c *File) { c.Session.Enabled = true }, "sessions need include_routes"},
+		{"session max age", func(c *File) {
+			c.Session.Enabled, c.Session.MaxAge = true, time.Second
+		}, "session max age"},
 		{"two secrets", func(c *File) { c.IDP.ClientSecret, c.IDP.ClientSecretFile = "a", "b" }, "exclusive"},
 		{"server url", func(c *File) { c.IDP.ServerURL = "" }, "server_url is required"},
 		{"realm", func(c *File) { c.IDP.Realm = "" }, "realm is required"},
