@@ -33,7 +33,7 @@ type flowEnv struct {
 }
 
 // newFlowEnv starts the provider (with opts), the application and a client.
-func newFlowEnv(t *testing.T, opts idptest.Options, mutate func(*idp.Config)) *flowEnv {
+func newFlowEnv(t testing.TB, opts idptest.Options, mutate func(*idp.Config)) *flowEnv {
 	t.Helper()
 	opts.Clients = append(opts.Clients, idptest.Client{ID: clientID, Secret: clientSecret})
 	srv := idptest.NewServer(t, opts)
@@ -65,13 +65,13 @@ func newFlowEnv(t *testing.T, opts idptest.Options, mutate func(*idp.Config)) *f
 }
 
 // get sends GET url with the jar and returns status, headers and body.
-func (e *flowEnv) get(t *testing.T, u string) *http.Response {
+func (e *flowEnv) get(t testing.TB, u string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	return e.do(t, req)
 }
 
-func (e *flowEnv) do(t *testing.T, req *http.Request) *http.Response {
+func (e *flowEnv) do(t testing.TB, req *http.Request) *http.Response {
 	t.Helper()
 	resp, err := e.client.Do(req)
 	if err != nil {
@@ -113,7 +113,7 @@ func (e *flowEnv) startLogin(t *testing.T, query string) *url.URL {
 
 // authorize follows the provider's authorization URL and returns the
 // callback URL it redirects to.
-func (e *flowEnv) authorize(t *testing.T, authURL *url.URL) string {
+func (e *flowEnv) authorize(t testing.TB, authURL *url.URL) string {
 	t.Helper()
 	resp := e.get(t, authURL.String())
 	if resp.StatusCode != http.StatusFound {

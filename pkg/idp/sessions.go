@@ -199,15 +199,24 @@ func newOpenedCache(max int) *openedCache {
 	return &openedCache{max: max, s1: maphash.MakeSeed(), s2: maphash.MakeSeed(), entries: map[[2]uint64]openedEntry{}}
 }
 
-func (c *openedCache) key(v string) [2]uint64 {
-	return [2]uint64{maphash.String(c.s1, v), maphash.String(c.s2, v)}
+// key hashes the concatenation of parts (a cookie's chunks) without
+// building it.
+func (c *openedCache) key(parts ...string) [2]uint64 {
+	var h1, h2 maphash.Hash
+	h1.SetSeed(c.s1)
+	h2.SetSeed(c.s2)
+	for _, p := range parts {
+		_, _ = h1.WriteString(p)
+		_, _ = h2.WriteString(p)
+	}
+	return [2]uint64{h1.Sum64(), h2.Sum64()}
 }
 
-func (c *openedCache) get(v string) (openedEntry, bool) {
+func (c *openedCache) get(parts ...string) (openedEntry, bool) {
 	if c == nil {
 		return openedEntry{}, false
 	}
-	k := c.key(v)
+	k := c.key(parts...)
 	c.mu.Lock()
 	e, ok := c.entries[k]
 	c.mu.Unlock()
@@ -335,25 +344,48 @@ func unmarshalSession(b []byte) (*session, error) {
 	return &s, nil
 }
 
-// sessionCookies reads the (possibly chunked) cookie value named base from
-// r: "" when there is none, errSealed when it is ambiguous or too long.
-func sessionCookieValue(r *http.Request, base string) (string, error) {
-	var b strings.Builder
-	for i := range maxCookieChunks {
-		cs := r.CookiesNamed(chunkName(base, i))
-		switch {
-		case len(cs) > 1:
-			return "", errSealed
-		case len(cs) == 0:
-			return b.String(), nil
+// sessionCookieParts reads the chunks of the cookie named base (base,
+// base_1, ... in order) from r's Cookie headers in one pass, without
+// copying them: none when there is no such cookie, errSealed when a chunk
+// is named twice, a chunk is missing in the middle, or there are too many.
+func sessionCookieParts(r *http.Request, base string) ([]string, error) {
+	var parts [maxCookieChunks]string
+	n := 0
+	for _, line := range r.Header["Cookie"] {
+		if !strings.Contains(line, base) {
+			continue
 		}
-		b.WriteString(cs[0].Value)
+		for pair := range strings.SplitSeq(line, ";") {
+			name, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+			name = strings.TrimSpace(name)
+			if !ok || !strings.HasPrefix(name, base) {
+				continue
+			}
+			i := 0
+			if rest := name[len(base):]; rest != "" {
+				if len(rest) != 2 || rest[0] != '_' || rest[1] < '1' || rest[1] > '0'+maxCookieChunks-1 {
+					if len(rest) >= 2 && rest[0] == '_' && rest[1] >= '0' && rest[1] <= '9' {
+						return nil, errSealed // a chunk beyond the limit
+					}
+					continue // another cookie whose name starts alike
+				}
+				i = int(rest[1] - '0')
+			}
+			if parts[i] != "" || val == "" {
+				return nil, errSealed
+			}
+			parts[i] = val
+			n = max(n, i+1)
+		}
 	}
-	if len(r.CookiesNamed(chunkName(base, maxCookieChunks))) > 0 {
-		return "", errSealed
+	for i := range n {
+		if parts[i] == "" {
+			return nil, errSealed
+		}
 	}
-	return b.String(), nil
+	return parts[:n:n], nil
 }
+
 
 // IsNavigation reports whether r is a browser navigating to a page (as
 // opposed to an API call or a script's request): GET or HEAD, Accept

@@ -78,8 +78,8 @@ func (m *sessionManager) cookieNames() []string {
 // with ErrNoToken (no usable session) or ErrUnavailable (the backend or
 // the provider cannot be reached and the token has expired).
 func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) {
-	value, err := sessionCookieValue(r, m.cookie)
-	if value == "" && err == nil {
+	parts, err := sessionCookieParts(r, m.cookie)
+	if len(parts) == 0 && err == nil {
 		return "", nil, ErrNoToken
 	}
 	if m.cop.Check(r) != nil {
@@ -92,7 +92,7 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	}
 	ctx := r.Context()
 	now := m.p.cfg.Now()
-	s, replace, err := m.load(ctx, value, now)
+	s, replace, err := m.load(ctx, parts, now)
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		return "", nil, err
@@ -106,7 +106,7 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	if s.AccessExp-now.Unix() > int64(m.cfg.RefreshMargin/time.Second) {
 		return s.Access, cookies, nil
 	}
-	ns, err := m.refresh(ctx, s, value)
+	ns, err := m.refresh(ctx, s, strings.Join(parts, ""))
 	switch {
 	case err == nil:
 		if m.backend == nil {
@@ -126,10 +126,12 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	return "", nil, fmt.Errorf("%w: session refresh: %w", ErrUnavailable, err)
 }
 
-// load opens the session of a cookie value. replace is set when the
+// load opens the session of a cookie's chunks. replace is set when the
 // cookie store's value was superseded by a refresh on this process.
-func (m *sessionManager) load(ctx context.Context, value string, now time.Time) (s *session, replace string, err error) {
+func (m *sessionManager) load(ctx context.Context, parts []string, now time.Time) (s *session, replace string, err error) {
+	var value string
 	if m.backend != nil {
+		value = strings.Join(parts, "")
 		if !validSessionID(value) {
 			return nil, "", errSessionEnded
 		}
@@ -144,9 +146,10 @@ func (m *sessionManager) load(ctx context.Context, value string, now time.Time) 
 		if s, err = unmarshalSession(b); err != nil || s.ID != value {
 			return nil, "", errSessionEnded
 		}
-	} else if e, ok := m.cache.get(value); ok {
+	} else if e, ok := m.cache.get(parts...); ok {
 		s, replace = e.s, e.replace
 	} else {
+		value = strings.Join(parts, "")
 		s = new(session)
 		if err := m.seal.open(m.cookie, value, now, s); err != nil || s.Access == "" || s.ID == "" {
 			return nil, "", errSessionEnded
@@ -157,7 +160,7 @@ func (m *sessionManager) load(ctx context.Context, value string, now time.Time) 
 		return nil, "", errSessionEnded
 	}
 	if m.backend == nil && m.revoked.revoked(s, now.Unix()) {
-		m.cache.drop(value)
+		m.cache.drop(strings.Join(parts, ""))
 		return nil, "", errSessionEnded
 	}
 	return s, replace, nil
@@ -392,11 +395,12 @@ func (m *sessionManager) cookieOf(name, value string, maxAge int) *http.Cookie {
 // the cookies that delete it.
 func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []*http.Cookie, error) {
 	clear := m.clearCookies(r)
-	value, err := sessionCookieValue(r, m.cookie)
-	if err != nil || value == "" {
+	parts, err := sessionCookieParts(r, m.cookie)
+	if err != nil || len(parts) == 0 {
 		return nil, clear, nil
 	}
-	s, _, err := m.load(ctx, value, m.p.cfg.Now())
+	value := strings.Join(parts, "")
+	s, _, err := m.load(ctx, parts, m.p.cfg.Now())
 	if errors.Is(err, ErrUnavailable) {
 		return nil, nil, err
 	}

@@ -26,12 +26,12 @@ func asBrowser(r *http.Request) *http.Request {
 }
 
 // sessionEnv is a flowEnv in session mode.
-func sessionEnv(t *testing.T, backend idp.SessionBackend, mutate func(*idp.Config)) *flowEnv {
+func sessionEnv(t testing.TB, backend idp.SessionBackend, mutate func(*idp.Config)) *flowEnv {
 	t.Helper()
 	return sessionEnvWith(t, idptest.Options{}, backend, mutate)
 }
 
-func sessionEnvWith(t *testing.T, opts idptest.Options, backend idp.SessionBackend, mutate func(*idp.Config)) *flowEnv {
+func sessionEnvWith(t testing.TB, opts idptest.Options, backend idp.SessionBackend, mutate func(*idp.Config)) *flowEnv {
 	t.Helper()
 	return newFlowEnv(t, opts, func(c *idp.Config) {
 		c.Session = &idp.SessionConfig{Backend: backend}
@@ -43,7 +43,7 @@ func sessionEnvWith(t *testing.T, opts idptest.Options, backend idp.SessionBacke
 
 // signIn walks a browser through login and back to path; it returns the
 // final redirect target.
-func (e *flowEnv) signIn(t *testing.T, path string) string {
+func (e *flowEnv) signIn(t testing.TB, path string) string {
 	t.Helper()
 	resp := e.do(t, browserGet(e.base+path))
 	if resp.StatusCode != http.StatusFound {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -282,12 +283,17 @@ func validHeaderName(s string) bool {
 // stripCookie removes the cookie name from the Cookie headers of h: in
 // COOKIE mode the token reaches the upstream only verified, as
 // Authorization (when headers.forward_token is on).
-func stripCookie(h http.Header, name string) {
+func stripCookie(h http.Header, name string) { stripCookies(h, []string{name}) }
+
+// stripCookies removes the cookies names (credentials: the token cookie,
+// the session cookie and its chunks) from the Cookie headers of h, in one
+// pass.
+func stripCookies(h http.Header, names []string) {
 	vals := h["Cookie"]
 	kept := vals[:0:0]
 	changed := false
 	for _, v := range vals {
-		if !strings.Contains(v, name) {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.Contains(v, n) }) {
 			kept = append(kept, v)
 			continue
 		}
@@ -295,7 +301,7 @@ func stripCookie(h http.Header, name string) {
 		for part := range strings.SplitSeq(v, ";") {
 			pair := strings.TrimSpace(part)
 			// net/http (and most servers) trim the name: "at =x" is "at".
-			if k, _, _ := strings.Cut(pair, "="); strings.TrimSpace(k) == name {
+			if k, _, _ := strings.Cut(pair, "="); slices.Contains(names, strings.TrimSpace(k)) {
 				changed = true
 				continue
 			}

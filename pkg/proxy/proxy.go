@@ -48,25 +48,25 @@ type Options struct {
 // each request by the compiled rules, verifies its token with pkg/idp and
 // forwards it with identity headers. Create it with New.
 type Proxy struct {
-	cfg            Config
-	plugin         *idp.Plugin
-	rules          *ruleSet
-	headers        *headerRules
-	upstream       *url.URL
-	rp             *httputil.ReverseProxy
-	metrics        *Metrics
-	log            *slog.Logger
-	access         *slog.Logger
-	tokenCookie    string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
-	sessionCookies []string                    // the session cookie and its chunks, removed likewise
-	preflightRule  *rule                       // CORS preflights let through (Config.SkipAuthPreflight)
-	reserved       reservedCookies             // cookies the upstream may not set
-	cop            *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
-	authPrefix     string                      // "" unless include_routes
-	authRoutes     http.Handler                // nil unless include_routes
-	authRule       *rule
-	badRule        *rule // label of requests rejected before any rule
-	maxBody        int64
+	cfg               Config
+	plugin            *idp.Plugin
+	rules             *ruleSet
+	headers           *headerRules
+	upstream          *url.URL
+	rp                *httputil.ReverseProxy
+	metrics           *Metrics
+	log               *slog.Logger
+	access            *slog.Logger
+	tokenCookie       string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
+	credentialCookies []string                    // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
+	preflightRule     *rule                       // CORS preflights let through (Config.SkipAuthPreflight)
+	reserved          reservedCookies             // cookies the upstream may not set
+	cop               *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
+	authPrefix        string                      // "" unless include_routes
+	authRoutes        http.Handler                // nil unless include_routes
+	authRule          *rule
+	badRule           *rule // label of requests rejected before any rule
+	maxBody           int64
 
 	ridPrefix string
 	ridSeq    atomic.Uint64
@@ -183,11 +183,12 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 	}
 	p.metrics.plugin.Store(plugin)
 	p.reserved = newReservedCookies(plugin.CookieNames())
-	p.sessionCookies = plugin.SessionCookieNames()
+	p.credentialCookies = plugin.SessionCookieNames()
 	p.preflightRule = &rule{index: -1, pattern: "OPTIONS (CORS preflight)", policy: policyPublic,
 		desc: "public (skip_auth_preflight)", label: "(preflight)"}
 	if ic.TokenLocation == idp.TokenLocationCookie {
 		p.tokenCookie = ic.CookieName
+		p.credentialCookies = append(p.credentialCookies, ic.CookieName)
 		p.cop = http.NewCrossOriginProtection()
 	}
 	if c.authPrefix != "" {
@@ -433,11 +434,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	out["X-Request-Id"] = in["X-Request-Id"]
-	if p.tokenCookie != "" {
-		stripCookie(out, p.tokenCookie)
-	}
-	for _, name := range p.sessionCookies {
-		stripCookie(out, name) // credentials: never forwarded
+	if len(p.credentialCookies) > 0 {
+		stripCookies(out, p.credentialCookies) // never forwarded
 	}
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
 		p.headers.setIdentity(out, id.User, id.Raw, bearerValue(in, id.Raw), id.Payload.EmailVerified)

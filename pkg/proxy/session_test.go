@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 
 // sessionProxy serves a proxy in session mode in front of up, with the
 // login routes, and returns its URL.
-func sessionProxy(t *testing.T, idpSrv *idptest.Server, up string, mutate func(*testSetup)) (*Proxy, string) {
+func sessionProxy(t testing.TB, idpSrv *idptest.Server, up string, mutate func(*testSetup)) (*Proxy, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,20 +57,20 @@ func sessionProxy(t *testing.T, idpSrv *idptest.Server, up string, mutate func(*
 	return p, base
 }
 
-func sessionProvider(t *testing.T) *idptest.Server {
+func sessionProvider(t testing.TB) *idptest.Server {
 	srv := idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{{ID: "shortener", Secret: "shortener-secret"}}})
 	srv.SetUser(idptest.User{Username: "alice", RealmRoles: []string{"creator"}})
 	return srv
 }
 
 // browser is a cookie-keeping client that does not follow redirects.
-func browser(t *testing.T) *http.Client {
+func browser(t testing.TB) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func navigate(t *testing.T, c *http.Client, u string) *http.Response {
+func navigate(t testing.TB, c *http.Client, u string) *http.Response {
 	t.Helper()
 	r, _ := http.NewRequest(http.MethodGet, u, nil)
 	r.Header.Set("Accept", "text/html")
@@ -103,7 +104,7 @@ func TestProxySessionSignIn(t *testing.T) {
 	if up.count() != 0 {
 		t.Fatal("the upstream saw an unauthenticated request")
 	}
-	resp = navigate(t, c, base+loc.String())        // login → provider
+	resp = navigate(t, c, base+loc.String())           // login → provider
 	resp = navigate(t, c, resp.Header.Get("Location")) // provider → callback
 	resp = navigate(t, c, resp.Header.Get("Location")) // callback → page
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/app/page?x=1" {
@@ -147,4 +148,69 @@ func TestSkipAuthPreflight(t *testing.T) {
 	if resp, _ := do(t, "OPTIONS", on+"/app/x", "", map[string]string{"Access-Control-Request-Method": "POST"}, ""); resp.StatusCode != 401 {
 		t.Fatalf("OPTIONS without Origin: %d, want 401", resp.StatusCode)
 	}
+}
+
+// signInThrough signs a browser in through the proxy at base and returns
+// its cookies for base.
+func signInThrough(t testing.TB, base string) []*http.Cookie {
+	t.Helper()
+	c := browser(t)
+	resp := navigate(t, c, base+"/app/page")
+	resp = navigate(t, c, base+resp.Header.Get("Location"))
+	resp = navigate(t, c, resp.Header.Get("Location"))
+	if resp = navigate(t, c, resp.Header.Get("Location")); resp.StatusCode != http.StatusFound {
+		t.Fatalf("sign-in through the proxy: callback %d", resp.StatusCode)
+	}
+	u, _ := url.Parse(base)
+	return c.Jar.Cookies(u)
+}
+
+// BenchmarkProxySession compares requests carrying a browser session
+// (cookie store, the tokens sealed in the cookie) with bearer requests
+// and with a bare httputil.ReverseProxy, same upstream, same run. The
+// opened session is cached like a verified token, so a session request
+// costs a keyed hash of the cookie on top of the bearer path.
+func BenchmarkProxySession(b *testing.B) {
+	idpSrv := sessionProvider(b)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	}))
+	b.Cleanup(upstream.Close)
+	target, _ := url.Parse(upstream.URL)
+	tr, _ := newTransport(DefaultConfig().withDefaults().Upstream)
+	bare := &httputil.ReverseProxy{
+		Rewrite:    func(pr *httputil.ProxyRequest) { pr.SetURL(target); pr.SetXForwarded() },
+		Transport:  tr,
+		BufferPool: newBufferPool(),
+	}
+	p, base := sessionProxy(b, idpSrv, upstream.URL, nil)
+	cookies := signInThrough(b, base)
+	var header string
+	for _, c := range cookies {
+		if header != "" {
+			header += "; "
+		}
+		header += c.Name + "=" + c.Value
+	}
+	token := "Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	run := func(h http.Handler, set func(*http.Request)) func(*testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := httptest.NewRequest("GET", "/app/page", nil)
+					set(r)
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != 200 {
+						b.Errorf("status %d", w.Code)
+						return
+					}
+				}
+			})
+		}
+	}
+	b.Run("bare-reverseproxy", run(bare, func(r *http.Request) { r.Header.Set("Cookie", header) }))
+	b.Run("idp-proxy-bearer", run(p, func(r *http.Request) { r.Header.Set("Authorization", token) }))
+	b.Run("idp-proxy-session", run(p, func(r *http.Request) { r.Header.Set("Cookie", header) }))
 }
