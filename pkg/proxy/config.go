@@ -37,6 +37,10 @@ type Config struct {
 	// sends no credentials with a preflight). Like oauth2-proxy's
 	// skip_auth_preflight. [false]
 	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
+	// ForwardAuth serves verdicts to an ingress (nginx auth_request,
+	// Traefik forwardAuth, Caddy forward_auth). With it, Upstream.URL may
+	// be empty: the proxy then forwards nothing (forward-auth only).
+	ForwardAuth ForwardAuthConfig `mapstructure:"-"`
 }
 
 // UpstreamConfig says where requests go.
@@ -162,7 +166,9 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("proxy: "+format, args...))
 	}
 	if c.Upstream.URL == "" {
-		bad("upstream.url is required")
+		if !c.ForwardAuth.Enabled {
+			bad("upstream.url is required (unless forward_auth.enabled: forward-auth only)")
+		}
 	} else if u, err := url.Parse(c.Upstream.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		bad("upstream.url %q: want http(s)://host[:port][/path], without user info, query or fragment", c.Upstream.URL)
 	} else if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {

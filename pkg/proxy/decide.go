@@ -30,6 +30,11 @@ type verdict struct {
 	// cookies are the plugin's session cookies to set on the answer (a
 	// refreshed session, or the deletion of one that ended).
 	cookies []*http.Cookie
+	// orig is the original request a forward-auth verify request
+	// described (nil otherwise); nginx tells nginx's auth_request, which
+	// takes no redirect.
+	orig  *http.Request
+	nginx bool
 }
 
 // refused reports whether the request is answered by the proxy.

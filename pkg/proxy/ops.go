@@ -42,7 +42,7 @@ func Healthz(w http.ResponseWriter, _ *http.Request) {
 // accepts TCP connections, else 503; the body says which.
 func (p *Proxy) Readyz(w http.ResponseWriter, r *http.Request) {
 	keys := p.plugin.Ready()
-	up := p.upstreamReachable(r.Context())
+	up := p.upstream == nil || p.upstreamReachable(r.Context()) // forward-auth only: no upstream
 	status, code := "ready", http.StatusOK
 	if !keys || !up {
 		status, code = "not ready", http.StatusServiceUnavailable

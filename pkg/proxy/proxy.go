@@ -60,6 +60,8 @@ type Proxy struct {
 	tokenCookie       string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
 	credentialCookies []string                    // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
 	preflightRule     *rule                       // CORS preflights let through (Config.SkipAuthPreflight)
+	fa                *forwardAuth                // nil unless Config.ForwardAuth.Enabled
+	verifyRule        *rule                       // forward-auth verify requests
 	reserved          reservedCookies             // cookies the upstream may not set
 	cop               *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
 	authPrefix        string                      // "" unless include_routes
@@ -78,8 +80,9 @@ type compiled struct {
 	cfg        Config
 	rules      *ruleSet
 	headers    *headerRules
-	upstream   *url.URL
-	authPrefix string // "" unless the plugin serves its /auth routes
+	upstream   *url.URL // nil: forward-auth only
+	authPrefix string   // "" unless the plugin serves its /auth routes
+	fa         *forwardAuth
 }
 
 // compile checks cfg against the plugin configuration ic (defaults
@@ -122,8 +125,15 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	u, _ := url.Parse(cfg.Upstream.URL) // validated
-	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, authPrefix: authPrefix}, nil
+	fa, err := compileForwardAuth(cfg.ForwardAuth, ic.AuthPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var u *url.URL
+	if cfg.Upstream.URL != "" {
+		u, _ = url.Parse(cfg.Upstream.URL) // validated
+	}
+	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, authPrefix: authPrefix, fa: fa}, nil
 }
 
 // Check validates cfg together with the plugin configuration it will run
@@ -177,7 +187,10 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 		authRule: &rule{index: -1, pattern: ic.AuthPrefix + "/", desc: "idp /auth routes", label: "(auth)"},
 		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
 		maxBody:  c.cfg.MaxBodyBytes,
+		fa:       c.fa,
 	}
+	p.verifyRule = &rule{index: -1, pattern: "GET " + p.verifyPathOrDefault(), policy: policyPublic,
+		desc: "forward-auth verdicts (forward_auth)", label: "(verify)"}
 	if p.metrics == nil {
 		p.metrics = NewMetrics()
 	}
@@ -205,11 +218,15 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 	p.authRule.metrics = p.metrics.forRule(p.authRule.label)
 	p.badRule.metrics = p.metrics.forRule(p.badRule.label)
 	p.preflightRule.metrics = p.metrics.forRule(p.preflightRule.label)
+	p.verifyRule.metrics = p.metrics.forRule(p.verifyRule.label)
 
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	p.ridPrefix = hex.EncodeToString(b[:]) + "-"
 
+	if p.upstream == nil {
+		return p, nil // forward-auth only: nothing is forwarded
+	}
 	tr := o.Transport
 	if tr == nil {
 		t, err := newTransport(c.cfg.Upstream)
@@ -346,6 +363,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	// spelling.
 	r.Host = canonicalHost(r.Host)
 	closeAfterChunked(w, r)
+	if p.fa.isVerify(r.URL.Path) {
+		v := p.serveVerify(w, r)
+		p.answerVerify(w, v)
+		return v
+	}
 	v := p.decide(r)
 	switch {
 	case v.refused():
@@ -371,6 +393,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	for _, c := range v.cookies {
 		http.SetCookie(w, c) // kept: ReverseProxy adds the upstream's headers to these
+	}
+	if p.rp == nil {
+		problem.Write(w, http.StatusNotFound, "this idp-proxy gives forward-auth verdicts only ("+p.fa.verifyPath+"); it forwards nothing")
+		return v
 	}
 	p.rp.ServeHTTP(w, r)
 	return v

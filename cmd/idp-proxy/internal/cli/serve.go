@@ -108,6 +108,24 @@ func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// forwardAuth serves the forward-auth listener across reloads, counting
+// its requests on their generation like ServeHTTP.
+func (rn *running) forwardAuth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for {
+			g := rn.cur.Load()
+			g.inflight.Add(1)
+			if rn.cur.Load() != g {
+				g.inflight.Add(-1)
+				continue
+			}
+			defer g.inflight.Add(-1)
+			g.proxy.ForwardAuthHandler().ServeHTTP(w, r)
+			return
+		}
+	})
+}
+
 // opsHandler serves the operations endpoints across reloads; readiness
 // fails while draining.
 func (rn *running) opsHandler() http.Handler {
@@ -318,6 +336,17 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		}
 		opsAddr = mln.Addr().String()
 		listeners = append(listeners, server.Listener{Name: "ops", Listener: mln, Handler: rn.opsHandler()})
+	}
+	if fa := cfg.ForwardAuth; fa.Enabled && fa.Listen != "" {
+		fln, err := lc.Listen(ctx, "tcp", fa.Listen)
+		if err != nil {
+			for _, l := range listeners {
+				_ = l.Listener.Close()
+			}
+			return fmt.Errorf("idp-proxy: listen for forward-auth: %w", err)
+		}
+		log.Info("forward-auth verdicts", "listen", fln.Addr().String())
+		listeners = append(listeners, server.Listener{Name: "forward-auth", Listener: fln, Handler: rn.forwardAuth()})
 	}
 	if ready != nil {
 		ready(ln.Addr().String(), opsAddr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -315,5 +316,65 @@ func TestRollingRestartLosesNoRequest(t *testing.T) {
 				t.Errorf("failures: %d, want any: %v", failed.Load(), tc.wantFailures)
 			}
 		})
+	}
+}
+
+// TestServeForwardAuthOnly: serve without an upstream, verdicts on a
+// listener of their own; the main listener forwards nothing and refuses
+// verdicts to untrusted sources.
+func TestServeForwardAuthOnly(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	faAddr := ln.Addr().String()
+	ln.Close()
+	cfg := writeConfig(t, idpSrv, "", fmt.Sprintf("forward_auth: {enabled: true, listen: %q}\n", faAddr))
+	proxyAddr, _, _, _ := startServe(t, nil, "-c", cfg)
+	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	verify := func(base, uri, method, token string) *http.Response {
+		t.Helper()
+		var resp *http.Response
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, _ := http.NewRequest(http.MethodGet, "http://"+base+"/auth/verify", nil)
+			r.Header.Set("X-Original-URI", uri)
+			r.Header.Set("X-Original-Method", method)
+			if token != "" {
+				r.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err = http.DefaultClient.Do(r)
+			if err == nil && resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := verify(faAddr, "/health", "GET", ""); resp.StatusCode != 200 {
+		t.Fatalf("public route: %d", resp.StatusCode)
+	}
+	if resp := verify(faAddr, "/shorten", "POST", ""); resp.StatusCode != 401 {
+		t.Fatalf("protected, no token: %d", resp.StatusCode)
+	}
+	resp := verify(faAddr, "/shorten", "POST", tok)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Auth-Request-User") != "user-alice" {
+		t.Fatalf("protected, token: %d %q", resp.StatusCode, resp.Header.Get("X-Auth-Request-User"))
+	}
+	if resp := verify(proxyAddr, "/health", "GET", ""); resp.StatusCode != 403 {
+		t.Fatalf("verdict on the main listener without trusted_cidrs: %d, want 403", resp.StatusCode)
+	}
+	plain, err := http.Get("http://" + proxyAddr + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Body.Close()
+	if plain.StatusCode != 404 {
+		t.Fatalf("forward-auth only, a plain request: %d, want 404", plain.StatusCode)
 	}
 }

@@ -42,6 +42,8 @@ type File struct {
 	TLS     TLS                 `mapstructure:"tls"`
 	Log     Log                 `mapstructure:"log"`
 	Session Session             `mapstructure:"session"`
+	// ForwardAuth gives verdicts to an ingress.
+	ForwardAuth ForwardAuth `mapstructure:"forward_auth"`
 	// SkipAuthPreflight lets CORS preflights through to the upstream
 	// without a token. [false]
 	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
@@ -156,8 +158,9 @@ func Default() File {
 			DrainDelay:        5 * time.Second,
 			ShutdownTimeout:   25 * time.Second,
 		},
-		TLS: TLS{MinVersion: "1.2"},
-		Log: Log{Format: "json", Level: "info"},
+		TLS:         TLS{MinVersion: "1.2"},
+		Log:         Log{Format: "json", Level: "info"},
+		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
 		Session: Session{
 			Store:         StoreCookie,
 			CookieName:    idp.DefaultSessionCookie,
@@ -205,6 +208,7 @@ func (f File) Proxy() proxy.Config {
 		MaxBodyBytes:  f.Server.MaxBodyBytes,
 
 		SkipAuthPreflight: f.SkipAuthPreflight,
+		ForwardAuth:       proxy.ForwardAuthConfig{Enabled: f.ForwardAuth.Enabled, TrustedCIDRs: f.ForwardAuth.TrustedCIDRs},
 	}
 }
 
@@ -342,6 +346,7 @@ func (f File) validate() error {
 		bad("tls.cert_file and tls.key_file go together: set both or neither")
 	}
 	f.Session.validate(bad)
+	f.ForwardAuth.validate(bad)
 	if _, err := f.TLS.MinTLSVersion(); err != nil {
 		errs = append(errs, fmt.Errorf("proxy: %w", err))
 	}

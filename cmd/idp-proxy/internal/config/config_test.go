@@ -279,6 +279,11 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"default policy", func(c *File) { c.DefaultPolicy = "allow" }, "default_policy"},
 		{"token location", func(c *File) { c.IDP.TokenLocation = "query" }, "idp.token_location"},
 		{"session store", func(c *File) { c.Session.Enabled, c.Session.Store = true, "memcached" }, "session.store"},
+		{"forward_auth without a way in", func(c *File) { c.ForwardAuth.Enabled = true }, "forward_auth: set listen"},
+		{"forward_auth listen", func(c *File) { c.ForwardAuth.Enabled, c.ForwardAuth.Listen = true, "4181" }, "forward_auth.listen"},
+		{"forward_auth cidr", func(c *File) {
+			c.ForwardAuth.Enabled, c.ForwardAuth.TrustedCIDRs = true, []string{"10.0.0.0/40"}
+		}, "forward_auth.trusted_cidrs"},
 		{"session redis without url", func(c *File) { c.Session.Enabled, c.Session.Store = true, "redis" }, "session.redis_url is required"},
 		{"session redis bad url", func(c *File) {
 			c.Session.Enabled, c.Session.Store, c.Session.RedisURL = true, "redis", "http://x"
@@ -452,5 +457,18 @@ func TestCheckValidatesPorts(t *testing.T) {
 		if _, err := c.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("err = %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// With forward_auth, the upstream may be left out: forward-auth only.
+func TestForwardAuthOnlyNeedsNoUpstream(t *testing.T) {
+	c := validConfig()
+	c.Upstream.URL = ""
+	if _, err := c.Check(); err == nil || !strings.Contains(err.Error(), "upstream.url is required") {
+		t.Fatalf("no upstream, no forward_auth: %v", err)
+	}
+	c.ForwardAuth = ForwardAuth{Enabled: true, Listen: "127.0.0.1:4181"}
+	if _, err := c.Check(); err != nil {
+		t.Fatalf("forward-auth only: %v", err)
 	}
 }
