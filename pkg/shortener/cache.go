@@ -68,3 +68,11 @@ func (c *linkCache) len() int {
 	defer c.mu.RUnlock()
 	return len(c.cur) + len(c.prev)
 }
+
+// remove drops the entry of code, if any.
+func (c *linkCache) remove(code string) {
+	c.mu.Lock()
+	delete(c.cur, code)
+	delete(c.prev, code)
+	c.mu.Unlock()
+}

@@ -17,6 +17,11 @@ const (
 	MinCodeLength = 6
 	MaxCodeLength = 16
 
+	// MinCustomCodeLength and MaxCustomCodeLength bound the codes that
+	// creators choose (Options.CustomCodes), made of [A-Za-z0-9_-].
+	MinCustomCodeLength = 3
+	MaxCustomCodeLength = 64
+
 	// attemptsPerLength is how many random codes are tried at one length
 	// before the length grows by one.
 	attemptsPerLength = 4
@@ -31,6 +36,7 @@ var DefaultReserved = []string{
 	"health", "healthz", "readyz", "livez", "shorten", "metrics", "auth",
 	"api", "static", "assets", "admin", "login", "logout", "callback",
 	"favicon.ico", "robots.txt", ".well-known", "debug", "version",
+	"links", "openapi.json", "openapi", "index.html", "app", "ui",
 }
 
 // isBase62 reports whether s is made only of base62 characters.
@@ -42,6 +48,37 @@ func isBase62(s string) bool {
 		}
 	}
 	return true
+}
+
+// isCodeChar reports whether c may appear in a custom code.
+func isCodeChar(c byte) bool {
+	return '0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || c == '_' || c == '-'
+}
+
+// isCustomAlphabet reports whether s is made only of [A-Za-z0-9_-].
+func isCustomAlphabet(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isCodeChar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateCustomCode checks a code chosen by its creator: 3 to 64
+// characters of [A-Za-z0-9_-], not a reserved word (DefaultReserved and
+// reserved, compared ignoring case). It returns nil or an *InputError for
+// the field "short_code".
+func ValidateCustomCode(code string, reserved ...string) error {
+	switch {
+	case len(code) < MinCustomCodeLength || len(code) > MaxCustomCodeLength:
+		return &InputError{Field: "short_code", Reason: "must be 3 to 64 characters long"}
+	case !isCustomAlphabet(code):
+		return &InputError{Field: "short_code", Reason: "may only contain letters A-Z and a-z, digits, '_' and '-'"}
+	case isReserved(code, DefaultReserved) || isReserved(code, reserved):
+		return &InputError{Field: "short_code", Reason: "is a reserved word"}
+	}
+	return nil
 }
 
 // isReserved reports whether code equals one of reserved, ignoring case.

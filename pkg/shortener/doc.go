@@ -2,13 +2,22 @@
 // for absolute http(s) URLs, an [http.Handler] that serves the API, and the
 // [Store] interface that its backends implement.
 //
-// The HTTP API:
+// The specification's HTTP API, unchanged:
 //
 //	POST /shorten   {"url": "https://example.com/a/long/path"}
 //	                → 201 {"short_code","short_url","url"} + Location: <short_url>
 //	GET  /{code}    → 302 Location: <the stored URL, byte for byte>
 //	GET  /health    → 200 {"status":"healthy","service":"url_shortener"}
 //	                  503 {"status":"unhealthy",...} when the store is unreachable
+//
+// POST /shorten also takes short_code (a custom code, with
+// Options.CustomCodes), expires_at and max_visits; GET /{code} answers 410
+// Gone for an expired or used-up link. The /links API serves a caller's
+// own links (list, get, create, delete, QR code) and needs an identity
+// (Options.Owner); GET /openapi.json describes every route (see
+// [OpenAPI]); with Options.Page, GET / serves a small web page. Visits of
+// links without a limit are counted in memory and written in batches
+// (Options.VisitFlushInterval); close the Service to write the last ones.
 //
 // Every error answer is an RFC 9457 application/problem+json document with a
 // detail a user can act on; failures of the store are logged and answered

@@ -19,7 +19,36 @@ var (
 	// every retry, including longer codes. It indicates a broken random
 	// source or an almost full code space.
 	ErrCodeSpaceExhausted = errors.New("shortener: no free short code found")
+	// ErrGone means that a link exists but no longer redirects: it has
+	// expired or used up its visits (HTTP 410).
+	ErrGone = errors.New("shortener: link expired or used up")
+	// ErrConflict means that a custom short code asked for is taken
+	// (HTTP 409). Errors matching it also match ErrDuplicate.
+	ErrConflict = errors.New("shortener: short code already in use")
+	// ErrInvalidInput means that a field of a request breaks the input
+	// rules; the error is an *InputError that names the field.
+	ErrInvalidInput = errors.New("shortener: invalid input")
+	// ErrNoIdentity means that an operation needs the caller's identity
+	// and the request carries none (HTTP 401).
+	ErrNoIdentity = errors.New("shortener: no identity")
 )
+
+// InputError explains which field of a request was refused and why. It
+// matches ErrInvalidInput with errors.Is.
+type InputError struct {
+	// Field is the JSON member or query parameter, e.g. "short_code".
+	Field string
+	// Reason is a short, user-facing explanation.
+	Reason string
+}
+
+// Error implements error.
+func (e *InputError) Error() string {
+	return "shortener: invalid " + e.Field + ": " + e.Reason
+}
+
+// Is reports whether target is ErrInvalidInput.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
 // ErrCodeTaken is another name for ErrDuplicate.
 var ErrCodeTaken = ErrDuplicate

@@ -27,6 +27,14 @@ type spyStore struct {
 	failCreate    error
 	failGet       error
 	failPing      error
+	failAddVisits atomic.Bool
+}
+
+func (s *spyStore) AddVisits(ctx context.Context, counts map[string]int64) error {
+	if s.failAddVisits.Load() {
+		return errors.New("database down")
+	}
+	return s.Store.AddVisits(ctx, counts)
 }
 
 func newSpy() *spyStore { return &spyStore{Store: memstore.New()} }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,19 +25,44 @@ type Options struct {
 	// The Host header of requests is never used: it is client-controlled.
 	BaseURL string
 	// Authenticate wraps the routes that need the caller's identity
-	// (Route.Identity in Routes: POST /shorten): it answers 401/403 itself
-	// or calls next with the identity in the request (for Owner to read).
-	// With pkg/idp in-process: plugin.Require(guards...). The handler
-	// applies it to the routes it marks, so renaming a route cannot lose
-	// the protection. [nil: every route is served without one, as behind
-	// idp-proxy, which judges requests before they arrive]
+	// (Route.Identity in Routes: POST /shorten and everything under
+	// /links): it answers 401/403 itself or calls next with the identity
+	// in the request (for Owner and Roles to read). With pkg/idp
+	// in-process: plugin.Require(guards...). The handler applies it to the
+	// routes it marks, so renaming a route cannot lose the protection.
+	// [nil: every route is served without one, as behind idp-proxy, which
+	// judges requests before they arrive]
 	Authenticate func(next http.Handler) http.Handler
-	// Owner returns the identity of the caller of POST /shorten, recorded
-	// as Link.CreatedBy; "" means unknown. [nil: no owner is recorded]
+	// Owner returns the identity of the caller, recorded as
+	// Link.CreatedBy by POST /shorten and POST /links and required by the
+	// /links routes (401 without it); "" means unknown. [nil: no identity,
+	// so /links always answers 401]
 	//
 	// Only use OwnerFromHeader when a trusted proxy in front of the service
 	// sets (and strips client copies of) that header.
 	Owner func(*http.Request) string
+	// Roles returns the caller's roles; a caller holding one of AdminRoles
+	// may read and delete every link. [nil: nobody is an administrator]
+	Roles func(*http.Request) []string
+	// AdminRoles are the roles that make a caller an administrator.
+	// [none]
+	AdminRoles []string
+	// CustomCodes lets creators choose their code (short_code: 3 to 64 of
+	// [A-Za-z0-9_-], not reserved). It widens the codes GET /{code} looks
+	// up: without it, anything but 6 to 16 base62 characters is a 404
+	// without a store lookup, and links created with custom codes while it
+	// was on stop resolving. [false]
+	CustomCodes bool
+	// Page serves the web page at GET / and its assets under /assets/.
+	// [false: GET / is a 404, as the specification has it]
+	Page bool
+	// LoginURL is where the page sends a visitor without identity.
+	// ["/auth/login?return_to=/", idp-proxy's login route]
+	LoginURL string
+	// VisitFlushInterval is how often the visits of links without
+	// MaxVisits, counted in memory, are written to the store in one
+	// batch. A crash loses at most the visits of one interval. [1s]
+	VisitFlushInterval time.Duration
 	// Logger receives store failures and other server-side errors.
 	// [discard]
 	Logger *slog.Logger
@@ -53,23 +79,32 @@ type Options struct {
 	// HealthTimeout bounds the store Ping of GET /health. [2s]
 	HealthTimeout time.Duration
 	// CacheSize bounds an in-process cache of resolved links, in entries
-	// (about 200 bytes each plus the URL); 0 disables it. Links never
-	// change once created, so cached redirects are exact; with PostgreSQL
-	// the cache saves a database round trip per redirect. [0: no cache]
+	// (about 200 bytes each plus the URL); 0 disables it. Links without a
+	// visit limit never change once created (expiry is checked on every
+	// hit), so cached redirects are exact; links with MaxVisits are never
+	// cached. With PostgreSQL the cache saves a database round trip per
+	// redirect. [0: no cache]
 	CacheSize int
 	// CacheTTL is how long a cached link is served without asking the
-	// store again: a link deleted from the store by hand keeps resolving
-	// for at most this long. [1m]
+	// store again: a link deleted on another replica, or from the store by
+	// hand, keeps resolving here for at most this long (a link deleted
+	// through this Service stops at once). [1m]
 	CacheTTL time.Duration
 }
 
 // Service issues and resolves short links on top of a Store. It is safe for
-// concurrent use. Create one with New.
+// concurrent use. Create one with New; Close it to write the last visit
+// counts.
 type Service struct {
 	store         Store
 	baseURL       string
 	owner         func(*http.Request) string
+	roles         func(*http.Request) []string
+	adminRoles    []string
 	authenticate  func(http.Handler) http.Handler
+	customCodes   bool
+	page          bool
+	loginURL      string
 	log           *slog.Logger
 	codeLen       int
 	reserved      []string
@@ -77,11 +112,17 @@ type Service struct {
 	now           func() time.Time
 	healthTimeout time.Duration
 	cache         *linkCache // nil: no cache
+	visits        *visitCounter
+	pageOnce      pageCache
 }
+
+// DefaultLoginURL is the page's sign-in link: idp-proxy's login route,
+// coming back to the page.
+const DefaultLoginURL = "/auth/login?return_to=/"
 
 // New returns a Service that keeps its links in store. It returns an error
 // when the options are invalid. The Service does not own store: the caller
-// closes it.
+// closes it, after closing the Service.
 func New(store Store, o Options) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("shortener: nil store")
@@ -89,7 +130,12 @@ func New(store Store, o Options) (*Service, error) {
 	s := &Service{
 		store:         store,
 		owner:         o.Owner,
+		roles:         o.Roles,
+		adminRoles:    slices.Clone(o.AdminRoles),
 		authenticate:  o.Authenticate,
+		customCodes:   o.CustomCodes,
+		page:          o.Page,
+		loginURL:      o.LoginURL,
 		log:           o.Logger,
 		codeLen:       o.CodeLength,
 		rand:          o.Rand,
@@ -103,6 +149,12 @@ func New(store Store, o Options) (*Service, error) {
 			return nil, fmt.Errorf("shortener: base URL %q must be an absolute http(s) URL without user-info, query or fragment", o.BaseURL)
 		}
 		s.baseURL = strings.TrimRight(o.BaseURL, "/")
+	}
+	if s.loginURL == "" {
+		s.loginURL = DefaultLoginURL
+	}
+	if u, err := url.Parse(s.loginURL); err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(s.loginURL, "/") || strings.HasPrefix(s.loginURL, "//") {
+		return nil, fmt.Errorf("shortener: login URL %q must be a path on this site", o.LoginURL)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -133,21 +185,94 @@ func New(store Store, o Options) (*Service, error) {
 		}
 		s.cache = newLinkCache(o.CacheSize, ttl, s.now)
 	}
+	if o.VisitFlushInterval < 0 {
+		return nil, fmt.Errorf("shortener: negative visit flush interval %v", o.VisitFlushInterval)
+	}
+	interval := o.VisitFlushInterval
+	if interval == 0 {
+		interval = time.Second
+	}
+	s.visits = newVisitCounter(store, interval, s.log)
 	return s, nil
 }
+
+// Close writes the visits still counted in memory to the store and stops
+// the periodic flush. Call it before closing the store; the Service keeps
+// serving afterwards, but later visits of unlimited links are no longer
+// written.
+func (s *Service) Close(ctx context.Context) error {
+	return s.visits.close(ctx)
+}
+
+// NewLink is what Create needs to make a link.
+type NewLink struct {
+	// URL is the target; see NormalizeURL. Required.
+	URL string
+	// Code is a custom code (Options.CustomCodes; see
+	// ValidateCustomCode); "" draws a random one.
+	Code string
+	// ExpiresAt, when not zero, must be in the future; the link answers
+	// 410 Gone from then on. Truncated to microseconds.
+	ExpiresAt time.Time
+	// MaxVisits, when not 0, is the number of redirects the link serves
+	// (between 1 and MaxMaxVisits).
+	MaxVisits int64
+	// Owner is recorded as Link.CreatedBy; "" means unknown.
+	Owner string
+}
+
+// MaxMaxVisits bounds Link.MaxVisits: the largest integer a JSON number
+// carries exactly in every client (2^53 - 1).
+const MaxMaxVisits = 1<<53 - 1
 
 // Shorten validates rawURL and stores it (in ASCII, see NormalizeURL) under a new random code, recording
 // owner as its creator. Invalid URLs give an error matching ErrInvalidURL;
 // store failures are returned wrapped.
 func (s *Service) Shorten(ctx context.Context, rawURL, owner string) (Link, error) {
-	rawURL, err := NormalizeURL(rawURL)
+	return s.Create(ctx, NewLink{URL: rawURL, Owner: owner})
+}
+
+// Create validates n and stores the link. Invalid URLs give an error
+// matching ErrInvalidURL, other invalid fields an *InputError (matching
+// ErrInvalidInput); a custom code that is taken gives an error matching
+// ErrConflict (and ErrDuplicate); store failures are returned wrapped.
+func (s *Service) Create(ctx context.Context, n NewLink) (Link, error) {
+	rawURL, err := NormalizeURL(n.URL)
 	if err != nil {
 		return Link{}, err
 	}
-	l := Link{URL: rawURL, CreatedBy: owner, CreatedAt: s.now().UTC().Truncate(time.Microsecond)}
-	for n := s.codeLen; n <= MaxCodeLength; n++ {
+	now := s.now().UTC()
+	l := Link{URL: rawURL, CreatedBy: n.Owner, CreatedAt: now.Truncate(time.Microsecond)}
+	if !n.ExpiresAt.IsZero() {
+		l.ExpiresAt = n.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if !l.ExpiresAt.After(now) {
+			return Link{}, &InputError{Field: "expires_at", Reason: "must be in the future"}
+		}
+	}
+	if n.MaxVisits < 0 || n.MaxVisits > MaxMaxVisits {
+		return Link{}, &InputError{Field: "max_visits", Reason: "must be an integer from 1 to 9007199254740991"}
+	}
+	l.MaxVisits = n.MaxVisits
+	if n.Code != "" {
+		if !s.customCodes {
+			return Link{}, &InputError{Field: "short_code", Reason: "custom short codes are not enabled on this service"}
+		}
+		if err := ValidateCustomCode(n.Code, s.reserved...); err != nil {
+			return Link{}, err
+		}
+		l.Code = n.Code
+		if err := s.store.Create(ctx, l); err != nil {
+			if errors.Is(err, ErrDuplicate) {
+				return Link{}, fmt.Errorf("%w: %w", ErrConflict, err)
+			}
+			return Link{}, fmt.Errorf("shortener: create link: %w", err)
+		}
+		s.forget(l.Code) // a link of this code deleted on another replica
+		return l, nil
+	}
+	for length := s.codeLen; length <= MaxCodeLength; length++ {
 		for range attemptsPerLength {
-			code, err := randomCode(s.rand, n)
+			code, err := randomCode(s.rand, length)
 			if err != nil {
 				return Link{}, err
 			}
@@ -190,14 +315,20 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 	if err != nil {
 		return Link{}, err
 	}
-	s.cache.put(l)
+	if !l.Limited() { // a limited link changes with every visit
+		s.cache.put(l)
+	}
 	return l, nil
 }
 
 // ValidCode reports whether code could have been issued by s: base62, of a
-// length between the configured code length and MaxCodeLength, and not a
-// reserved word.
+// length between the configured code length and MaxCodeLength, or, with
+// Options.CustomCodes, 3 to 64 of [A-Za-z0-9_-]; and not a reserved word.
 func (s *Service) ValidCode(code string) bool {
+	if s.customCodes {
+		return len(code) >= MinCustomCodeLength && len(code) <= MaxCustomCodeLength &&
+			isCustomAlphabet(code) && !isReserved(code, s.reserved)
+	}
 	return len(code) >= s.codeLen && len(code) <= MaxCodeLength && isBase62(code) &&
 		!isReserved(code, s.reserved)
 }
@@ -210,6 +341,43 @@ func (s *Service) ShortURL(code string) string {
 // Ping checks the store.
 func (s *Service) Ping(ctx context.Context) error {
 	return s.store.Ping(ctx)
+}
+
+// RolesFromHeader returns an Options.Roles hook that reads comma-separated
+// roles from the request header name (e.g. "X-Auth-Request-Roles", set by
+// idp-proxy). The same security note as OwnerFromHeader applies: only
+// behind a proxy that sets the header and strips client copies. A header
+// present more than once, longer than 4 KiB, not valid UTF-8 or holding
+// control characters gives no roles.
+func RolesFromHeader(name string) func(*http.Request) []string {
+	key := http.CanonicalHeaderKey(name)
+	return func(r *http.Request) []string {
+		vs := r.Header[key]
+		if len(vs) != 1 || len(vs[0]) > 4096 || !cleanHeaderValue(vs[0]) {
+			return nil
+		}
+		var roles []string
+		for role := range strings.SplitSeq(vs[0], ",") {
+			if role = strings.TrimSpace(role); role != "" {
+				roles = append(roles, role)
+			}
+		}
+		return roles
+	}
+}
+
+// cleanHeaderValue reports whether v is valid UTF-8 without control
+// characters.
+func cleanHeaderValue(v string) bool {
+	if !utf8.ValidString(v) {
+		return false
+	}
+	for _, c := range v {
+		if c < ' ' || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxOwnerLength bounds identities read from headers.
@@ -231,13 +399,8 @@ func OwnerFromHeader(name string) func(*http.Request) string {
 			return ""
 		}
 		v := strings.TrimSpace(vs[0])
-		if len(v) > maxOwnerLength || !utf8.ValidString(v) {
+		if len(v) > maxOwnerLength || !cleanHeaderValue(v) {
 			return ""
-		}
-		for _, c := range v {
-			if c < ' ' || c == 0x7f || (c >= 0x80 && c < 0xa0) {
-				return ""
-			}
 		}
 		return v
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeStore is a minimal map store (the real ones import this package).
@@ -33,6 +34,14 @@ func (f *fakeStore) Get(_ context.Context, code string) (Link, error) {
 }
 func (f *fakeStore) Ping(context.Context) error { return nil }
 func (f *fakeStore) Close() error               { return nil }
+
+// The link-management methods are not exercised through fakeStore.
+func (f *fakeStore) List(context.Context, string, Cursor, int) ([]Link, error) { return nil, nil }
+func (f *fakeStore) Delete(context.Context, string, string) error              { return ErrNotFound }
+func (f *fakeStore) Visit(ctx context.Context, code string, _ time.Time) (Link, error) {
+	return f.Get(ctx, code)
+}
+func (f *fakeStore) AddVisits(context.Context, map[string]int64) error { return nil }
 
 // repeatReader returns the same chunk forever.
 type repeatReader struct{ chunk []byte }

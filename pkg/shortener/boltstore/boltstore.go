@@ -32,16 +32,17 @@ import (
 const DefaultPath = "./data/shortener.db"
 
 var (
-	bucketLinks = []byte("links")
-	bucketMeta  = []byte("meta")
-	keyVersion  = []byte("schema_version")
+	bucketLinks  = []byte("links")
+	bucketMeta   = []byte("meta")
+	bucketOwners = []byte("owners") // owner index: see ownerKey
+	bucketVisits = []byte("visits") // code -> visits, uint64 big-endian
+	keyVersion   = []byte("schema_version")
 )
 
-// schemaVersion is the version of the on-disk layout written by this code.
-const schemaVersion = 1
-
-// recordV1 is the first byte of a link record (see encode).
-const recordV1 = 1
+// schemaVersion is the version of the on-disk layout written by this code:
+// 1 had the links bucket only; 2 added expiry, visit limits, the visits
+// bucket and the owner index.
+const schemaVersion = 2
 
 // Options configure Open. Zero values get the defaults in brackets.
 type Options struct {
@@ -98,62 +99,51 @@ func Open(path string, o Options) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
+// migrate brings the file to schemaVersion: version 1 files get the new
+// buckets and an owner index of their links, in one transaction.
 func migrate(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
 			return err
 		}
+		var current uint64
 		if v := meta.Get(keyVersion); v != nil {
 			if len(v) != 8 {
 				return errors.New("corrupt schema version")
 			}
-			if got := binary.BigEndian.Uint64(v); got > schemaVersion {
-				return fmt.Errorf("schema version %d is newer than this binary's (%d)", got, schemaVersion)
+			if current = binary.BigEndian.Uint64(v); current > schemaVersion {
+				return fmt.Errorf("schema version %d is newer than this binary's (%d)", current, schemaVersion)
 			}
 		}
-		if _, err := tx.CreateBucketIfNotExists(bucketLinks); err != nil {
+		links, err := tx.CreateBucketIfNotExists(bucketLinks)
+		if err != nil {
 			return err
+		}
+		owners, err := tx.CreateBucketIfNotExists(bucketOwners)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketVisits); err != nil {
+			return err
+		}
+		if current == 1 {
+			err := links.ForEach(func(k, v []byte) error {
+				l, err := decode(string(k), v)
+				if err != nil {
+					return err
+				}
+				if l.CreatedBy != "" {
+					return owners.Put(ownerKey(l.CreatedBy, l.CreatedAt, l.Code), nil)
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("migrate to version 2: %w", err)
+			}
 		}
 		return meta.Put(keyVersion, binary.BigEndian.AppendUint64(nil, schemaVersion))
 	})
-}
-
-// encode lays a link out as: version byte, created_at (varint Unix
-// microseconds), len(created_by) (uvarint), created_by, url (the rest).
-func encode(l shortener.Link) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(l.CreatedBy)+len(l.URL))
-	b = append(b, recordV1)
-	b = binary.AppendVarint(b, l.CreatedAt.UnixMicro())
-	b = binary.AppendUvarint(b, uint64(len(l.CreatedBy)))
-	b = append(b, l.CreatedBy...)
-	return append(b, l.URL...)
-}
-
-// decode parses a record; v may be memory-mapped, so everything is copied.
-func decode(code string, v []byte) (shortener.Link, error) {
-	// The error is built only when needed: decode is on the redirect path.
-	bad := func() error { return fmt.Errorf("shortener: boltstore: corrupt record for %q", code) }
-	if len(v) < 1 || v[0] != recordV1 {
-		return shortener.Link{}, bad()
-	}
-	v = v[1:]
-	us, n := binary.Varint(v)
-	if n <= 0 {
-		return shortener.Link{}, bad()
-	}
-	v = v[n:]
-	ln, n := binary.Uvarint(v)
-	if n <= 0 || ln > uint64(len(v)-n) {
-		return shortener.Link{}, bad()
-	}
-	v = v[n:]
-	return shortener.Link{
-		Code:      code,
-		CreatedBy: string(v[:ln]),
-		URL:       string(v[ln:]),
-		CreatedAt: time.UnixMicro(us).UTC(),
-	}, nil
 }
 
 // Create stores l durably, or returns an error matching
@@ -174,7 +164,10 @@ func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 			return nil
 		}
 		dup = false
-		return b.Put(key, val)
+		if err := b.Put(key, val); err != nil {
+			return err
+		}
+		return putExtras(tx, l)
 	})
 	if err != nil {
 		return s.wrap("create", err)
@@ -211,6 +204,9 @@ func (s *Store) Import(ctx context.Context, links []shortener.Link) error {
 			if err := b.Put(key, encode(l)); err != nil {
 				return err
 			}
+			if err := putExtras(tx, l); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -237,6 +233,7 @@ func (s *Store) Get(_ context.Context, code string) (shortener.Link, error) {
 		}
 		found = true
 		l, derr = decode(code, v)
+		l.Visits = visitsOf(tx, code)
 		return nil
 	})
 	if err != nil {

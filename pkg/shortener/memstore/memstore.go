@@ -3,9 +3,13 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
@@ -53,6 +57,91 @@ func (s *Store) Get(_ context.Context, code string) (shortener.Link, error) {
 		return shortener.Link{}, shortener.ErrNotFound
 	}
 	return l, nil
+}
+
+// List returns up to limit links of owner, newest first, after the
+// position after. It scans every link: fine for tests and demos.
+func (s *Store) List(_ context.Context, owner string, after shortener.Cursor, limit int) ([]shortener.Link, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, shortener.ErrClosed
+	}
+	var out []shortener.Link
+	for _, l := range s.links {
+		if l.CreatedBy == owner && (after.IsZero() || before(shortener.CursorOf(l), after)) {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b shortener.Link) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Code, a.Code)
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// before reports whether a comes after b in list order (older, or as old
+// with a smaller code).
+func before(a, b shortener.Cursor) bool {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c < 0
+	}
+	return cmp.Less(a.Code, b.Code)
+}
+
+// Delete removes the link of code when owner is "" or its creator.
+func (s *Store) Delete(_ context.Context, code, owner string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return shortener.ErrClosed
+	}
+	l, ok := s.links[code]
+	if !ok || (owner != "" && l.CreatedBy != owner) {
+		return fmt.Errorf("memstore: delete %q: %w", code, shortener.ErrNotFound)
+	}
+	delete(s.links, code)
+	return nil
+}
+
+// Visit counts one visit of the link of code, if it may still redirect.
+func (s *Store) Visit(_ context.Context, code string, now time.Time) (shortener.Link, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return shortener.Link{}, shortener.ErrClosed
+	}
+	l, ok := s.links[code]
+	switch {
+	case !ok:
+		return shortener.Link{}, shortener.ErrNotFound
+	case l.ExpiredAt(now) || l.Exhausted():
+		return l, fmt.Errorf("memstore: visit %q: %w", code, shortener.ErrGone)
+	}
+	l.Visits++
+	s.links[code] = l
+	return l, nil
+}
+
+// AddVisits adds the counts to the links that exist.
+func (s *Store) AddVisits(_ context.Context, counts map[string]int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return shortener.ErrClosed
+	}
+	for code, n := range counts {
+		if l, ok := s.links[code]; ok {
+			l.Visits += n
+			s.links[code] = l
+		}
+	}
+	return nil
 }
 
 // Ping returns shortener.ErrClosed after Close, nil before.

@@ -8,16 +8,20 @@
 // pool_health_check_period, ...) are honoured, and other run-time
 // parameters such as search_path are passed to the server.
 //
-// Open applies the schema migrations that the database lacks, in one
-// transaction under an advisory lock, so replicas may start together. The
-// applied versions are recorded in the table shortener_schema_migrations.
+// Open applies the schema migrations that the database lacks (goose, with
+// the SQL files of migrations/ embedded), each in its own transaction,
+// under a session-level advisory lock, so replicas may start together.
+// The applied versions are recorded in the table VersionTable; a database
+// whose schema is newer than the binary's is refused.
 package pgstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -50,58 +54,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("shortener: pgstore: connect: %w", err)
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("shortener: pgstore: migrate: %w", err)
 	}
 	return &Store{pool: pool}, nil
-}
-
-// migrations are applied in order; never edit one that was released, add a
-// new one.
-var migrations = []string{
-	1: `CREATE TABLE IF NOT EXISTS shortener_links (
-		code       text        PRIMARY KEY,
-		url        text        NOT NULL,
-		created_by text        NOT NULL DEFAULT '',
-		created_at timestamptz NOT NULL DEFAULT now()
-	)`,
-}
-
-// advisoryLockKey serialises migrations across replicas ("shorten" in hex).
-const advisoryLockKey = 0x73686f7274656e
-
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(advisoryLockKey)); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS shortener_schema_migrations (
-		version    integer     PRIMARY KEY,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	)`); err != nil {
-		return err
-	}
-	var current int
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM shortener_schema_migrations`).Scan(&current); err != nil {
-		return err
-	}
-	if current > len(migrations)-1 {
-		return fmt.Errorf("database schema version %d is newer than this binary's (%d)", current, len(migrations)-1)
-	}
-	for v := current + 1; v < len(migrations); v++ {
-		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO shortener_schema_migrations (version) VALUES ($1)`, v); err != nil {
-			return fmt.Errorf("version %d: %w", v, err)
-		}
-	}
-	return tx.Commit(ctx)
 }
 
 // uniqueViolation is the SQLSTATE of a unique constraint violation.
@@ -112,8 +69,9 @@ const uniqueViolation = "23505"
 // under PostgreSQL's default synchronous_commit).
 func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	_, err := s.pool.Exec(ctx,
-		`INSERT INTO shortener_links (code, url, created_by, created_at) VALUES ($1, $2, $3, $4)`,
-		l.Code, l.URL, l.CreatedBy, l.CreatedAt)
+		`INSERT INTO shortener_links (code, url, created_by, created_at, expires_at, max_visits, visits)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		l.Code, l.URL, l.CreatedBy, l.CreatedAt, nullTime(l.ExpiresAt), nullInt(l.MaxVisits), l.Visits)
 	if err != nil {
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == uniqueViolation {
 			return fmt.Errorf("shortener: pgstore: create %q: %w", l.Code, shortener.ErrDuplicate)
@@ -125,17 +83,13 @@ func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 
 // Get returns the link with the given code, or shortener.ErrNotFound.
 func (s *Store) Get(ctx context.Context, code string) (shortener.Link, error) {
-	l := shortener.Link{Code: code}
-	err := s.pool.QueryRow(ctx,
-		`SELECT url, created_by, created_at FROM shortener_links WHERE code = $1`, code).
-		Scan(&l.URL, &l.CreatedBy, &l.CreatedAt)
+	l, err := scanLink(code, s.pool.QueryRow(ctx, `SELECT `+linkColumns+` FROM shortener_links WHERE code = $1`, code))
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return shortener.Link{}, shortener.ErrNotFound
 		}
 		return shortener.Link{}, s.wrap("get", err)
 	}
-	l.CreatedAt = l.CreatedAt.UTC()
 	return l, nil
 }
 
@@ -156,6 +110,43 @@ func (s *Store) Close() error {
 
 // Stat returns the pool's statistics, for metrics.
 func (s *Store) Stat() *pgxpool.Stat { return s.pool.Stat() }
+
+// linkColumns are the columns scanLink reads, after the code.
+const linkColumns = `url, created_by, created_at, expires_at, max_visits, visits`
+
+// scanLink reads linkColumns.
+func scanLink(code string, row pgx.Row) (shortener.Link, error) {
+	l := shortener.Link{Code: code}
+	var (
+		exp  *time.Time
+		maxV *int64
+	)
+	if err := row.Scan(&l.URL, &l.CreatedBy, &l.CreatedAt, &exp, &maxV, &l.Visits); err != nil {
+		return shortener.Link{}, err
+	}
+	l.CreatedAt = l.CreatedAt.UTC()
+	if exp != nil {
+		l.ExpiresAt = exp.UTC()
+	}
+	if maxV != nil {
+		l.MaxVisits = *maxV
+	}
+	return l, nil
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func nullInt(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
 
 func (s *Store) wrap(op string, err error) error {
 	return fmt.Errorf("shortener: pgstore: %s: %w", op, err)

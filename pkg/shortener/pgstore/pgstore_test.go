@@ -64,11 +64,16 @@ func TestMigrationsIdempotentAndConcurrent(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	var n, maxV int
-	if err := conn.QueryRow(ctx, `SELECT count(*), max(version) FROM shortener_schema_migrations`).Scan(&n, &maxV); err != nil {
+	if err := conn.QueryRow(ctx, `SELECT count(*), max(version_id) FROM `+pgstore.VersionTable+` WHERE version_id > 0 AND is_applied`).Scan(&n, &maxV); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 || maxV != 1 {
-		t.Fatalf("migrations table: %d rows, max version %d; want 1, 1", n, maxV)
+	if n != 2 || maxV != 2 {
+		t.Fatalf("goose version table: %d rows, max version %d; want 2, 2", n, maxV)
+	}
+	// The first release's table says 2 as well, so that it refuses this
+	// database instead of ignoring expiry and visit limits.
+	if err := conn.QueryRow(ctx, `SELECT max(version) FROM shortener_schema_migrations`).Scan(&maxV); err != nil || maxV != 2 {
+		t.Fatalf("legacy version table: max %d, %v; want 2", maxV, err)
 	}
 	var pk bool
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND tablename = 'shortener_links' AND indexdef LIKE '%UNIQUE%(code)%')`, schema).Scan(&pk); err != nil {
@@ -94,6 +99,96 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if s, err := pgstore.Open(ctx, dsn); err == nil {
 		s.Close()
 		t.Fatal("Open accepted a schema newer than the binary's")
+	}
+}
+
+func TestNewerGooseVersionRefused(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	open(t, dsn).Close()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO `+pgstore.VersionTable+` (version_id, is_applied) VALUES (99, true)`); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := pgstore.Open(ctx, dsn); err == nil {
+		s.Close()
+		t.Fatal("Open accepted a goose version newer than the binary's")
+	}
+}
+
+// TestUpgradeFromFirstRelease opens a database that the first release
+// (its own migration table, version 1) created and filled.
+func TestUpgradeFromFirstRelease(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		`CREATE TABLE shortener_schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+		`CREATE TABLE shortener_links (code text PRIMARY KEY, url text NOT NULL, created_by text NOT NULL DEFAULT '', created_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO shortener_schema_migrations (version) VALUES (1)`,
+		`INSERT INTO shortener_links (code, url, created_by, created_at) VALUES
+			('old0001', 'https://example.com/1', 'alice', '2024-01-01T00:00:00Z'),
+			('old0002', 'https://example.com/2', 'alice', '2024-01-02T00:00:00Z'),
+			('old0003', 'https://example.com/3', '', '2024-01-03T00:00:00Z')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, dsn)
+	defer s.Close()
+	l, err := s.Get(ctx, "old0003")
+	if err != nil || l.URL != "https://example.com/3" || l.Visits != 0 || l.MaxVisits != 0 || !l.ExpiresAt.IsZero() {
+		t.Fatalf("Get = %+v, %v", l, err)
+	}
+	links, err := s.List(ctx, "alice", shortener.Cursor{}, 10)
+	if err != nil || len(links) != 2 || links[0].Code != "old0002" || links[1].Code != "old0001" {
+		t.Fatalf("List = %+v, %v", links, err)
+	}
+}
+
+// TestListUsesTheOwnerIndex: the plan of a page of an owner's links reads
+// the owner index, not every link.
+func TestListUsesTheOwnerIndex(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	open(t, dsn).Close()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO shortener_links (code, url, created_by, created_at)
+		SELECT 'c' || i, 'https://example.com/', 'owner' || (i % 500), now() - i * interval '1 second'
+		FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `ANALYZE shortener_links`); err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	rows, err := conn.Query(ctx, `EXPLAIN SELECT code FROM shortener_links WHERE created_by = 'owner7' AND created_by <> ''
+		AND (created_at, code COLLATE "C") < (now(), 'x') ORDER BY created_at DESC, code COLLATE "C" DESC LIMIT 51`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if !strings.Contains(plan.String(), "shortener_links_owner_idx") || strings.Contains(plan.String(), "Seq Scan") {
+		t.Fatalf("plan does not read the owner index:\n%s", plan.String())
 	}
 }
 

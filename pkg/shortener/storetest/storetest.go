@@ -41,6 +41,14 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"ConcurrentSameCode", testConcurrentSameCode},
 		{"Ping", testPing},
 		{"Close", testClose},
+		{"ExpiryAndLimits", testExpiryAndLimits},
+		{"ListOrderAndPages", testListOrderAndPages},
+		{"ListTies", testListTies},
+		{"Delete", testDelete},
+		{"Visit", testVisit},
+		{"ConcurrentVisitLimit", testConcurrentVisitLimit},
+		{"AddVisits", testAddVisits},
+		{"ClosedLinkMethods", testClosedLinkMethods},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

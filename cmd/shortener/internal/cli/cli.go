@@ -46,6 +46,13 @@ type config struct {
 	CacheSize       int           // links kept in the redirect cache; 0 = none
 	CacheTTL        time.Duration // how long a cached link is served
 
+	CustomCodes        bool          // creators may choose their code
+	Page               bool          // serve the web page at GET /
+	LoginURL           string        // the page's sign-in link
+	AdminRoles         []string      // roles that may read and delete every link
+	RolesHeader        string        // header of the caller's roles, with TrustIdentity
+	VisitFlushInterval time.Duration // how often visit counts are written
+
 	// In-process pkg/idp mode (on when IDPServerURL is set): POST /shorten
 	// needs a valid access token, and the token's subject becomes the
 	// link's creator.
@@ -55,6 +62,8 @@ type config struct {
 	IDPAudience          string
 	IDPOptionalAudiences []string
 	IDPCreateRoles       []string
+	IDPTokenLocation     string // header | cookie
+	IDPCookieName        string
 }
 
 // Main runs the command with os.Args and returns the exit code.
@@ -106,8 +115,14 @@ Identity (pick at most one):
                              POST /shorten needs a valid access token (and
                              the --idp-create-roles realm roles, if any); the
                              token's subject is stored as created_by.
-                             Redirects and /health stay public.
-  --trust-identity-headers   behind idp-proxy: record its X-Auth-Request-User`,
+                             The /links API needs any valid token.
+                             Redirects, /health and the page stay public.
+  --trust-identity-headers   behind idp-proxy: its X-Auth-Request-User is the
+                             caller (created_by, owner of /links), its
+                             X-Auth-Request-Roles the roles for --admin-roles.
+  Without either, /links answers 401: there is nobody to own links.
+
+The page (GET /) and the API are described at GET /openapi.json.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: false,
@@ -133,6 +148,14 @@ Identity (pick at most one):
 	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
 	f.Int("cache-size", 100_000, "links kept in an in-process redirect cache (about 200 bytes each plus the URL); 0 disables it")
 	f.Duration("cache-ttl", time.Minute, "how long a cached link is served without asking the store (a link deleted by hand resolves for at most this long)")
+	f.Bool("custom-codes", true, "let creators choose their short code (short_code: 3-64 of A-Z a-z 0-9 _ -)")
+	f.Bool("page", true, "serve the web page (create links, list yours, QR codes) at GET /")
+	f.String("login-url", shortener.DefaultLoginURL, "where the page sends visitors without identity (a path on this site)")
+	f.StringSlice("admin-roles", nil, "roles whose holders may read and delete every link, comma-separated (realm roles in-process, --roles-header behind the proxy)")
+	f.String("roles-header", "X-Auth-Request-Roles", "header of the caller's comma-separated roles, read when --trust-identity-headers is on")
+	f.Duration("visit-flush-interval", time.Second, "how often visit counts kept in memory are written to the store; a crash loses at most this much")
+	f.String("idp-token-location", "header", `where in-process mode reads tokens: "header" (Authorization: Bearer) or "cookie" (for the page in a browser)`)
+	f.String("idp-cookie-name", "access_token", "cookie read with --idp-token-location cookie")
 	f.String("idp-server-url", "", "OpenID Connect provider base URL (e.g. https://sso.example.com); enables in-process token checks on POST /shorten")
 	f.String("idp-realm", "", "realm of --idp-server-url (required with it)")
 	f.String("idp-client-id", "", "client ID tokens must be issued for (required with --idp-server-url)")
@@ -188,6 +211,28 @@ func loadConfig(v *viper.Viper) (config, error) {
 		IDPAudience:          v.GetString("idp-audience"),
 		IDPOptionalAudiences: splitList(v.GetStringSlice("idp-optional-audiences")),
 		IDPCreateRoles:       splitList(v.GetStringSlice("idp-create-roles")),
+		IDPTokenLocation:     strings.ToLower(v.GetString("idp-token-location")),
+		IDPCookieName:        v.GetString("idp-cookie-name"),
+
+		CustomCodes: getBool("custom-codes"),
+		Page:        getBool("page"),
+		LoginURL:    v.GetString("login-url"),
+		AdminRoles:  splitList(v.GetStringSlice("admin-roles")),
+		RolesHeader: v.GetString("roles-header"),
+	}
+	fi := v.GetString("visit-flush-interval")
+	if d, err := time.ParseDuration(fi); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: visit-flush-interval: %q is not a positive duration", fi))
+	} else {
+		cfg.VisitFlushInterval = d
+	}
+	switch cfg.IDPTokenLocation {
+	case "header", "cookie":
+	default:
+		errs = append(errs, fmt.Errorf("shortener: idp-token-location %q: want header or cookie", cfg.IDPTokenLocation))
+	}
+	if cfg.TrustIdentity && (cfg.RolesHeader == "" || strings.ContainsAny(cfg.RolesHeader, " :\t\r\n")) {
+		errs = append(errs, fmt.Errorf("shortener: roles-header %q is not a header name", cfg.RolesHeader))
 	}
 	st := v.GetString("shutdown-timeout")
 	d, err := time.ParseDuration(st)
@@ -233,7 +278,7 @@ func loadConfig(v *viper.Viper) (config, error) {
 		}
 		// The rest (realm, client ID, URL shape) is checked by idp.New,
 		// which names the missing or malformed option.
-	} else if cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" {
+	} else if cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" || cfg.IDPTokenLocation == "cookie" {
 		errs = append(errs, errors.New("shortener: --idp-* options need --idp-server-url"))
 	}
 	return cfg, errors.Join(errs...)
@@ -332,6 +377,8 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 			ClientID:          cfg.IDPClientID,
 			Audience:          cfg.IDPAudience,
 			OptionalAudiences: cfg.IDPOptionalAudiences,
+			TokenLocation:     tokenLocation(cfg.IDPTokenLocation),
+			CookieName:        cfg.IDPCookieName,
 			Logger:            log,
 		})
 		if err != nil {
@@ -343,13 +390,21 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 		defer plugin.Close()
 		log.Info("verifying access tokens in-process", "issuer", plugin.Issuer(), "create_roles", cfg.IDPCreateRoles)
 	}
-	api, metricsHandler, err := newHandlers(cfg, store, plugin, log)
+	svc, api, metricsHandler, err := newAPI(cfg, store, plugin, log)
 	if err != nil {
 		for _, l := range listeners {
 			_ = l.Listener.Close()
 		}
 		return err
 	}
+	defer func() {
+		// The last visit counts, before the store closes.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if cerr := svc.Close(ctx); cerr != nil {
+			log.Error("writing the last visit counts", "err", cerr)
+		}
+	}()
 	listeners[0].Handler = api
 	if len(listeners) > 1 {
 		listeners[1].Handler = metricsHandler
@@ -366,31 +421,67 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 	return nil
 }
 
+func tokenLocation(s string) idp.TokenLocation {
+	if s == "cookie" {
+		return idp.TokenLocationCookie
+	}
+	return idp.TokenLocationHeader
+}
+
 // newHandlers returns the API handler (with /metrics unless metrics have
-// their own listener or are off) and the metrics handler. With a plugin,
-// POST /shorten needs a valid access token (and one of cfg.IDPCreateRoles).
+// their own listener or are off) and the metrics handler; see newAPI.
 func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
-	opts := shortener.Options{BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL}
+	_, api, metricsHandler, err = newAPI(cfg, store, plugin, log)
+	return api, metricsHandler, err
+}
+
+// newAPI returns the Service (for the caller to Close), the API handler
+// and the metrics handler. With a plugin, creating (POST /shorten, POST
+// /links) needs a valid access token with one of cfg.IDPCreateRoles (when
+// set), and the other /links routes any valid token.
+func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
+	opts := shortener.Options{
+		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
+		CustomCodes: cfg.CustomCodes, Page: cfg.Page, LoginURL: cfg.LoginURL,
+		AdminRoles: cfg.AdminRoles, VisitFlushInterval: cfg.VisitFlushInterval,
+	}
 	if plugin != nil {
 		var guards []idp.Guard
 		if len(cfg.IDPCreateRoles) > 0 {
 			guards = append(guards, idp.RequireRoles(idp.MatchAny, cfg.IDPCreateRoles...))
 		}
+		requireCreate, requireToken := plugin.Require(guards...), plugin.Require()
 		// The handler applies it to the routes that need an identity.
-		opts.Authenticate = plugin.Require(guards...)
+		opts.Authenticate = func(next http.Handler) http.Handler {
+			create, other := requireCreate(next), requireToken(next)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					create.ServeHTTP(w, r)
+					return
+				}
+				other.ServeHTTP(w, r)
+			})
+		}
 		opts.Owner = func(r *http.Request) string {
 			if u, ok := idp.UserFrom(r.Context()); ok {
 				return u.Sub
 			}
 			return ""
 		}
+		opts.Roles = func(r *http.Request) []string {
+			if u, ok := idp.UserFrom(r.Context()); ok {
+				return u.RealmRoles
+			}
+			return nil
+		}
 	} else if cfg.TrustIdentity {
 		opts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
-		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader)
+		opts.Roles = shortener.RolesFromHeader(cfg.RolesHeader)
+		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader, "roles_header", cfg.RolesHeader)
 	}
-	svc, err := shortener.New(store, opts)
+	svc, err = shortener.New(store, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var m *metrics
 	if cfg.MetricsListen != "off" {
@@ -417,5 +508,5 @@ func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slo
 			svcH.ServeHTTP(w, r)
 		})
 	}
-	return instrument(h, m, accessLog), metricsHandler, nil
+	return svc, instrument(h, m, accessLog), metricsHandler, nil
 }

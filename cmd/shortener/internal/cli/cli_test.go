@@ -43,7 +43,9 @@ func TestDefaults(t *testing.T) {
 	}
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second,
-		CacheSize: 100_000, CacheTTL: time.Minute, MetricsListen: "127.0.0.1:9091"}
+		CacheSize: 100_000, CacheTTL: time.Minute, MetricsListen: "127.0.0.1:9091",
+		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
+		VisitFlushInterval: time.Second, IDPTokenLocation: "header", IDPCookieName: "access_token"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v, want %+v", cfg, want)
 	}
@@ -85,6 +87,11 @@ func TestBadConfig(t *testing.T) {
 		{args: []string{"--cache-size", "-1"}},
 		{env: [2]string{"SHORTENER_CACHE_SIZE", "lots"}},
 		{args: []string{"--cache-ttl", "0s"}},
+		{args: []string{"--visit-flush-interval", "0s"}},
+		{args: []string{"--idp-token-location", "query"}},
+		{args: []string{"--idp-token-location", "cookie"}}, // needs --idp-server-url
+		{args: []string{"--trust-identity-headers", "--roles-header", ""}},
+		{env: [2]string{"SHORTENER_CUSTOM_CODES", "maybe"}},
 	}
 	for _, tc := range tests {
 		if tc.env[0] != "" {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +26,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_http_requests_total",
-			Help: "HTTP requests by route (shorten, redirect, health, metrics) and status code.",
+			Help: "HTTP requests by route (shorten, redirect, health, metrics, openapi, page, links, link, qr) and status code.",
 		}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "shortener_http_request_duration_seconds",
@@ -52,9 +53,20 @@ func route(path string) string {
 		return "health"
 	case "/metrics":
 		return "metrics"
-	default:
-		return "redirect"
+	case "/openapi.json":
+		return "openapi"
+	case "/", "/assets/app.js", "/assets/app.css":
+		return "page"
+	case "/links":
+		return "links"
 	}
+	if strings.HasPrefix(path, "/links/") {
+		if strings.HasSuffix(path, "/qr") {
+			return "qr"
+		}
+		return "link"
+	}
+	return "redirect"
 }
 
 // instrument wraps next with metrics (m may be nil) and, when log is not

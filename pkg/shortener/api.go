@@ -1,0 +1,255 @@
+package shortener
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+)
+
+// DefaultListLimit is the page size of GET /links without limit.
+const DefaultListLimit = 50
+
+// linkResource is a link as the /links API shows it.
+type linkResource struct {
+	ShortCode string     `json:"short_code"`
+	ShortURL  string     `json:"short_url"`
+	URL       string     `json:"url"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	MaxVisits *int64     `json:"max_visits"`
+	Visits    int64      `json:"visits"`
+	// Status is "active", "expired" or "exhausted".
+	Status string `json:"status"`
+}
+
+type linkList struct {
+	Links      []linkResource `json:"links"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+func (s *Service) resource(l Link, now time.Time) linkResource {
+	res := linkResource{
+		ShortCode: l.Code, ShortURL: s.ShortURL(l.Code), URL: l.URL,
+		CreatedAt: l.CreatedAt, Visits: l.Visits, Status: "active",
+	}
+	if !l.ExpiresAt.IsZero() {
+		t := l.ExpiresAt
+		res.ExpiresAt = &t
+	}
+	if l.MaxVisits > 0 {
+		n := l.MaxVisits
+		res.MaxVisits = &n
+	}
+	switch {
+	case l.ExpiredAt(now):
+		res.Status = "expired"
+	case l.Exhausted():
+		res.Status = "exhausted"
+	}
+	return res
+}
+
+// writeNoIdentity answers 401: the /links routes need an identity.
+func writeNoIdentity(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="shortener"`)
+	problem.Write(w, http.StatusUnauthorized, "sign in to see and manage your links")
+}
+
+// serveLinks serves /links, /links/{code} and /links/{code}/qr, whose
+// methods ServeHTTP has checked, behind Options.Authenticate.
+func (s *Service) serveLinks(w http.ResponseWriter, r *http.Request) {
+	c := s.CallerOf(r)
+	if c.ID == "" {
+		writeNoIdentity(w)
+		return
+	}
+	path := r.URL.Path
+	if path == "/links" {
+		if r.Method == http.MethodPost {
+			s.serveCreateLink(w, r, c)
+			return
+		}
+		s.serveList(w, r, c)
+		return
+	}
+	code, sub, _ := strings.Cut(strings.TrimPrefix(path, "/links/"), "/")
+	if sub == "qr" {
+		s.serveQR(w, r, code, c)
+		return
+	}
+	if r.Method == http.MethodDelete {
+		s.serveDelete(w, r, code, c)
+		return
+	}
+	if !noQuery(w, r) {
+		return
+	}
+	l, err := s.LinkFor(r.Context(), code, c)
+	if err != nil {
+		s.writeLinkError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.resource(l, s.now()), "")
+}
+
+// writeLinkError answers the error of a /links/{code} operation.
+func (s *Service) writeLinkError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		problem.Write(w, http.StatusNotFound, "you have no link with this short code")
+	case errors.Is(err, ErrNoIdentity):
+		writeNoIdentity(w)
+	default:
+		s.log.ErrorContext(r.Context(), "shortener: links API", "err", err)
+		problem.Write(w, http.StatusServiceUnavailable, "the link store is unavailable; try again later")
+	}
+}
+
+// noQuery refuses a query string on routes that take none.
+func noQuery(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return true
+	}
+	q, err := queryOf(r)
+	if err != nil {
+		problem.Write(w, http.StatusBadRequest, "the query string cannot be parsed")
+		return false
+	}
+	for k := range q {
+		problem.Write(w, http.StatusBadRequest, "unknown query parameter "+strconv.Quote(truncate(k, 64)))
+		return false
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// queryOf parses the query strictly (url.Values of r.URL.Query drops
+// malformed pairs silently).
+func queryOf(r *http.Request) (url.Values, error) {
+	return url.ParseQuery(r.URL.RawQuery)
+}
+
+func (s *Service) serveCreateLink(w http.ResponseWriter, r *http.Request, c Caller) {
+	if !noQuery(w, r) {
+		return
+	}
+	body, ok := readJSONBody(w, r)
+	if !ok {
+		return
+	}
+	in, detail := parseLinkBody(body, true)
+	if detail != "" {
+		problem.Write(w, http.StatusBadRequest, detail)
+		return
+	}
+	l, ok := s.create(w, r, in, c.ID)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.resource(l, s.now()), s.baseURL+"/links/"+l.Code)
+}
+
+func (s *Service) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
+	q, err := queryOf(r)
+	if err != nil {
+		problem.Write(w, http.StatusBadRequest, "the query string cannot be parsed")
+		return
+	}
+	limit := DefaultListLimit
+	var after Cursor
+	for k, vs := range q {
+		if len(vs) != 1 {
+			problem.Write(w, http.StatusBadRequest, "the query parameter "+strconv.Quote(truncate(k, 64))+" appears more than once")
+			return
+		}
+		switch k {
+		case "limit":
+			n, err := strconv.Atoi(vs[0])
+			if err != nil || n < 1 || n > MaxListLimit {
+				problem.Write(w, http.StatusBadRequest, "invalid limit: must be an integer from 1 to 1000")
+				return
+			}
+			limit = n
+		case "cursor":
+			if after, err = decodeCursor(vs[0]); err != nil {
+				problem.Write(w, http.StatusBadRequest, "invalid cursor: pass next_cursor of the previous page unchanged")
+				return
+			}
+		default:
+			problem.Write(w, http.StatusBadRequest, "unknown query parameter "+strconv.Quote(truncate(k, 64))+"; known: limit, cursor")
+			return
+		}
+	}
+	links, next, err := s.List(r.Context(), c.ID, after, limit)
+	if err != nil {
+		s.writeLinkError(w, r, err)
+		return
+	}
+	out := linkList{Links: make([]linkResource, len(links))}
+	now := s.now()
+	for i, l := range links {
+		out.Links[i] = s.resource(l, now)
+	}
+	if !next.IsZero() {
+		cur := encodeCursor(next)
+		out.NextCursor = &cur
+	}
+	writeJSON(w, http.StatusOK, out, "")
+}
+
+func (s *Service) serveDelete(w http.ResponseWriter, r *http.Request, code string, c Caller) {
+	if !noQuery(w, r) {
+		return
+	}
+	if err := s.Delete(r.Context(), code, c); err != nil {
+		s.writeLinkError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// cursorVersion is the first byte of an encoded cursor.
+const cursorVersion = 1
+
+// encodeCursor makes the opaque next_cursor: version, created_at in Unix
+// microseconds, code; base64url without padding.
+func encodeCursor(c Cursor) string {
+	b := make([]byte, 0, 9+len(c.Code))
+	b = append(b, cursorVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.CreatedAt.UnixMicro()))
+	b = append(b, c.Code...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var errBadCursor = errors.New("shortener: malformed cursor")
+
+// decodeCursor parses what encodeCursor made.
+func decodeCursor(s string) (Cursor, error) {
+	if len(s) > 128 {
+		return Cursor{}, errBadCursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) < 10 || b[0] != cursorVersion {
+		return Cursor{}, errBadCursor
+	}
+	code := string(b[9:])
+	if len(code) > MaxCustomCodeLength || !isCustomAlphabet(code) {
+		return Cursor{}, errBadCursor
+	}
+	us := int64(binary.BigEndian.Uint64(b[1:9]))
+	return Cursor{CreatedAt: time.UnixMicro(us).UTC(), Code: code}, nil
+}

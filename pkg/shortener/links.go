@@ -1,0 +1,158 @@
+package shortener
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+)
+
+// Caller is who calls the /links API.
+type Caller struct {
+	// ID is the caller's identity (Options.Owner); "" means none.
+	ID string
+	// Admin reports whether the caller holds one of Options.AdminRoles:
+	// an administrator may read and delete every link.
+	Admin bool
+}
+
+// CallerOf returns the identity of the request, as Options.Owner,
+// Options.Roles and Options.AdminRoles make it.
+func (s *Service) CallerOf(r *http.Request) Caller {
+	var c Caller
+	if s.owner != nil {
+		c.ID = s.owner(r)
+	}
+	if c.ID != "" && s.roles != nil && len(s.adminRoles) > 0 {
+		for _, role := range s.roles(r) {
+			if slices.Contains(s.adminRoles, role) {
+				c.Admin = true
+				break
+			}
+		}
+	}
+	return c
+}
+
+// Visit resolves code for a redirect and counts the visit: a link with
+// MaxVisits through the store's conditional update (exact across
+// replicas, never cached), any other link in memory (written in batches).
+// An expired or used-up link gives an error matching ErrGone; unknown and
+// malformed codes ErrNotFound.
+func (s *Service) Visit(ctx context.Context, code string) (Link, error) {
+	return s.visit(ctx, code, true)
+}
+
+// visit is Visit; with count false (HEAD requests) it checks without
+// counting.
+func (s *Service) visit(ctx context.Context, code string, count bool) (Link, error) {
+	if !s.ValidCode(code) {
+		return Link{}, ErrNotFound
+	}
+	l, err := s.lookup(ctx, code)
+	if err != nil {
+		return Link{}, err
+	}
+	if l.ExpiredAt(s.now()) {
+		return l, ErrGone
+	}
+	if !l.Limited() {
+		if count {
+			s.visits.add(code)
+		}
+		return l, nil
+	}
+	if l.Exhausted() || !count {
+		if l.Exhausted() {
+			return l, ErrGone
+		}
+		return l, nil
+	}
+	return s.store.Visit(ctx, code, s.now())
+}
+
+// withPending adds the visits counted here and not yet written.
+func (s *Service) withPending(l Link) Link {
+	if !l.Limited() {
+		l.Visits += s.visits.pending(l.Code)
+	}
+	return l
+}
+
+// MaxListLimit is the largest page of List.
+const MaxListLimit = 1000
+
+// List returns up to limit (1 to MaxListLimit) links of owner, newest
+// first, after the position after (see Cursor); visit counts include the
+// visits counted in memory here. next is the position to continue from,
+// or the zero Cursor at the end of the list.
+func (s *Service) List(ctx context.Context, owner string, after Cursor, limit int) (links []Link, next Cursor, err error) {
+	if owner == "" {
+		return nil, Cursor{}, ErrNoIdentity
+	}
+	limit = min(max(limit, 1), MaxListLimit)
+	// One more than asked tells whether there is a next page.
+	links, err = s.store.List(ctx, owner, after, limit+1)
+	if err != nil {
+		return nil, Cursor{}, fmt.Errorf("shortener: list links: %w", err)
+	}
+	if len(links) > limit {
+		links = links[:limit]
+		next = CursorOf(links[limit-1])
+	}
+	for i := range links {
+		links[i] = s.withPending(links[i])
+	}
+	return links, next, nil
+}
+
+// LinkFor returns the link with the given code when c may see it (its
+// creator or an administrator); otherwise ErrNotFound, so that codes
+// cannot be probed.
+func (s *Service) LinkFor(ctx context.Context, code string, c Caller) (Link, error) {
+	if c.ID == "" {
+		return Link{}, ErrNoIdentity
+	}
+	if !s.ValidCode(code) {
+		return Link{}, ErrNotFound
+	}
+	l, err := s.store.Get(ctx, code)
+	if err != nil {
+		return Link{}, err
+	}
+	if !c.Admin && l.CreatedBy != c.ID {
+		return Link{}, ErrNotFound
+	}
+	return s.withPending(l), nil
+}
+
+// Delete removes the link with the given code when c is its creator or an
+// administrator; otherwise, or when there is no such link, it returns
+// ErrNotFound. The link stops redirecting at once here; other replicas
+// serve it from their cache for at most Options.CacheTTL.
+func (s *Service) Delete(ctx context.Context, code string, c Caller) error {
+	if c.ID == "" {
+		return ErrNoIdentity
+	}
+	if !s.ValidCode(code) {
+		return ErrNotFound
+	}
+	owner := c.ID
+	if c.Admin {
+		owner = ""
+	}
+	if err := s.store.Delete(ctx, code, owner); err != nil {
+		return err
+	}
+	s.forget(code)
+	return nil
+}
+
+// forget drops what this replica keeps about code: its cache entry and
+// its pending visits.
+func (s *Service) forget(code string) {
+	if s.cache != nil {
+		s.cache.remove(code)
+	}
+	s.visits.drop(code)
+}
