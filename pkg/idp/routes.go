@@ -245,12 +245,17 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var returnTo string
-	if vals, ok := r.URL.Query()["return_to"]; ok {
-		if len(vals) != 1 {
+	q := r.URL.Query()
+	name := "return_to"
+	if _, ok := q["rd"]; ok {
+		name = "rd" // oauth2-proxy's name, as ingress-nginx's auth-signin sends it
+	}
+	if vals, ok := q[name]; ok {
+		if len(vals) != 1 || len(q["return_to"])+len(q["rd"]) != 1 {
 			writeProblem(w, http.StatusBadRequest, "return_to given more than once")
 			return
 		}
-		if returnTo, ok = safeReturnTo(vals[0]); !ok {
+		if returnTo, ok = safeReturnTo(a.sameOrigin(vals[0])); !ok {
 			writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site")
 			return
 		}
@@ -498,4 +503,25 @@ func (a *authRoutes) providerFailure(w http.ResponseWriter, what string, err err
 	}
 	a.cfg.Logger.Warn("idp: "+what+": identity provider unreachable", "error", err)
 	writeProblem(w, http.StatusBadGateway, "the identity provider could not be reached")
+}
+
+// sameOrigin turns an absolute return-to URL on the site's own origin
+// (RedirectURI's scheme and host, as an ingress's sign-in redirect sends
+// it: "https://app.example/page?x=1") into its path and query; anything
+// else is returned as is, for safeReturnTo to judge.
+func (a *authRoutes) sameOrigin(s string) string {
+	if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	redirect, rerr := url.Parse(a.cfg.RedirectURI)
+	if err != nil || rerr != nil || u.User != nil || u.Fragment != "" ||
+		!strings.EqualFold(u.Scheme, redirect.Scheme) || !strings.EqualFold(u.Host, redirect.Host) {
+		return s
+	}
+	rest := s[strings.Index(s, "://")+3:]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:] // the path and query exactly as sent
+	}
+	return "/"
 }

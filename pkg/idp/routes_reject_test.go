@@ -286,11 +286,29 @@ func TestLoginReturnTo(t *testing.T) {
 	}
 	resp := e.get(t, e.base+"/auth/login?return_to=/a&return_to=/b")
 	wantProblem(t, resp, http.StatusBadRequest, "more than once")
-	for _, v := range []string{"/", "/reports", "/reports?year=2026&q=a%2Fb", "/a/b#top"} {
-		u := e.startLogin(t, "?return_to="+url.QueryEscape(v))
+	resp = e.get(t, e.base+"/auth/login?return_to=/a&rd=/b")
+	wantProblem(t, resp, http.StatusBadRequest, "more than once")
+	// An absolute URL on another origin, or with user info, is refused
+	// like any open redirect; on the site's own origin (as an ingress's
+	// sign-in redirect sends it) it stands for its path and query.
+	for _, v := range []string{e.base + "@evil.example/", "http://user@" + strings.TrimPrefix(e.base, "http://") + "/x",
+		strings.Replace(e.base, "http://", "https://", 1) + "/x", e.base + "//evil.example", e.base + "/%2F%2Fevil.example"} {
+		if resp := e.get(t, e.base+"/auth/login?rd="+url.QueryEscape(v)); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("rd %q: status %d, want 400", v, resp.StatusCode)
+		}
+	}
+	for q, want := range map[string]string{
+		"?return_to=" + url.QueryEscape("/reports?year=2026&q=a%2Fb"): "/reports?year=2026&q=a%2Fb",
+		"?rd=" + url.QueryEscape("/reports"):                          "/reports",
+		"?rd=" + url.QueryEscape(e.base+"/page?x=1&y=2"):              "/page?x=1&y=2",
+		"?return_to=" + url.QueryEscape(e.base):                       "/",
+		"?return_to=/":                                                "/",
+		"?return_to=" + url.QueryEscape("/a/b#top"):                   "/a/b#top",
+	} {
+		u := e.startLogin(t, q)
 		doc := decodeDoc(t, e.get(t, e.authorize(t, u)))
-		if doc.ReturnTo != v {
-			t.Errorf("return_to %q came back as %q", v, doc.ReturnTo)
+		if doc.ReturnTo != want {
+			t.Errorf("%s came back as %q, want %q", q, doc.ReturnTo, want)
 		}
 	}
 }

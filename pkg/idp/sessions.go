@@ -386,7 +386,6 @@ func sessionCookieParts(r *http.Request, base string) ([]string, error) {
 	return parts[:n:n], nil
 }
 
-
 // IsNavigation reports whether r is a browser navigating to a page (as
 // opposed to an API call or a script's request): GET or HEAD, Accept
 // naming text/html, no Authorization header, and neither Sec-Fetch-Mode
@@ -420,13 +419,18 @@ func IsNavigation(r *http.Request) bool {
 // redirectToLogin sends a browser to the login route, to come back to the
 // page it asked for (when that is a safe return-to target, else "/").
 func (p *Plugin) redirectToLogin(w http.ResponseWriter, r *http.Request) {
-	target := r.URL.RequestURI()
-	if _, ok := safeReturnTo(target); !ok {
-		target = "/"
-	}
-	prefix := strings.TrimSuffix(p.cfg.AuthPrefix, "/")
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, prefix+"/login?return_to="+url.QueryEscape(target), http.StatusFound)
+	http.Redirect(w, r, p.LoginURL(r.URL.RequestURI()), http.StatusFound)
+}
+
+// LoginURL returns the site-relative URL of the login route that brings
+// the browser back to returnTo (a path with an optional query; "/" when
+// it is not a safe return-to target): "/auth/login?return_to=%2Fpage".
+func (p *Plugin) LoginURL(returnTo string) string {
+	if _, ok := safeReturnTo(returnTo); !ok {
+		returnTo = "/"
+	}
+	return strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/login?return_to=" + url.QueryEscape(returnTo)
 }
 
 // SessionCookieNames lists the names the session cookie may take (its

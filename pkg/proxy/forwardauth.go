@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
 // Forward-auth: an ingress (nginx auth_request, Traefik forwardAuth, Caddy
@@ -157,6 +158,11 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	orig := v.orig
 	if v.byIDP {
 		if v.nginx {
+			if v.idp.Outcome == idp.NoToken && p.plugin.Config().Session != nil && idp.IsNavigation(orig) {
+				// nginx takes 401 only; its error_page sends the browser
+				// here (auth_request_set from this header).
+				w.Header().Set("X-Auth-Request-Redirect", p.plugin.LoginURL(orig.URL.RequestURI()))
+			}
 			orig = orig.Clone(orig.Context())
 			orig.Header.Del("Accept") // never a login redirect: 401
 		}
@@ -174,8 +180,28 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// splitAbsolute splits an absolute http(s) URL into its host and its
+// request URI exactly as written (no re-encoding).
+func splitAbsolute(s string) (host, uri string, err error) {
+	rest, ok := strings.CutPrefix(s, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
+			return "", "", errors.New("X-Original-URL must be an absolute http(s) URL")
+		}
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return rest, "/", nil
+	}
+	if strings.ContainsAny(rest[:i], "@?#") {
+		return "", "", errors.New("X-Original-URL is malformed")
+	}
+	return rest[:i], rest[i:], nil
+}
+
 // originalRequest builds the request the ingress describes: nginx's
-// auth_request as commonly configured (X-Original-URI, X-Original-Method),
+// auth_request as commonly configured (X-Original-URI, X-Original-Method;
+// ingress-nginx: X-Original-URL),
 // or Traefik's and Caddy's (X-Forwarded-Uri, X-Forwarded-Method), with
 // X-Forwarded-Host and X-Forwarded-Proto, and the credentials (and the
 // headers that tell a browser navigation) of the verify request. Each
@@ -195,6 +221,19 @@ func originalRequest(r *http.Request) (*http.Request, bool, error) {
 	uri, err := one("X-Original-Uri")
 	if err != nil {
 		return nil, false, err
+	}
+	var urlHost string
+	if uri == "" {
+		// ingress-nginx's auth-url sends the whole URL instead.
+		full, err := one("X-Original-Url")
+		if err != nil {
+			return nil, false, err
+		}
+		if full != "" {
+			if urlHost, uri, err = splitAbsolute(full); err != nil {
+				return nil, false, err
+			}
+		}
 	}
 	nginx := uri != ""
 	methodHeader := "X-Original-Method"
@@ -217,6 +256,9 @@ func originalRequest(r *http.Request) (*http.Request, bool, error) {
 	host, err := one("X-Forwarded-Host")
 	if err != nil {
 		return nil, false, err
+	}
+	if host == "" {
+		host = urlHost
 	}
 	if host == "" {
 		host = r.Host

@@ -48,6 +48,10 @@ func TestForwardAuthVerdicts(t *testing.T) {
 		{"double slash", "/auth/verify", ingress, map[string]string{"X-Forwarded-Uri": "//admin/", "Authorization": creator}, 400, ""},
 		{"absolute URI", "/auth/verify", ingress, map[string]string{"X-Original-URI": "http://evil/abc"}, 400, ""},
 		{"no original", "/auth/verify", ingress, nil, 400, ""},
+		{"ingress-nginx URL", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://sho.example/shorten", "X-Original-Method": "POST", "Authorization": creator}, 200, "user-alice"},
+		{"ingress-nginx URL, confusion kept", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://sho.example/health/../shorten", "X-Original-Method": "POST"}, 400, ""},
+		{"ingress-nginx URL with user info", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://a@sho.example/x"}, 400, ""},
+		{"ingress-nginx URL not absolute", "/auth/verify", ingress, map[string]string{"X-Original-URL": "/x"}, 400, ""},
 		{"lower-case method", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/shorten", "X-Original-Method": "post"}, 405, ""},
 		{"bad proto", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/abc", "X-Forwarded-Proto": "gopher"}, 400, ""},
 	} {
@@ -106,8 +110,8 @@ func TestForwardAuthSignInRedirect(t *testing.T) {
 	}
 	w = httptest.NewRecorder()
 	p.ServeHTTP(w, verifyReq("/auth/verify", "127.0.0.1:1", with("X-Original-URI", "/app/page")))
-	if w.Code != http.StatusUnauthorized {
-		t.Fatalf("nginx-style navigation: %d, want 401", w.Code)
+	if w.Code != http.StatusUnauthorized || w.Header().Get("X-Auth-Request-Redirect") != "/auth/login?return_to=%2Fapp%2Fpage" {
+		t.Fatalf("nginx-style navigation: %d %q, want 401 with the login URL for error_page", w.Code, w.Header().Get("X-Auth-Request-Redirect"))
 	}
 }
 
