@@ -149,10 +149,16 @@ func (p *Proxy) serveVerify(w http.ResponseWriter, r *http.Request) verdict {
 // 403), or 200 with the identity headers and the session's cookies.
 func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	if v.orig == nil || v.status != 0 && !v.byIDP {
-		if v.orig == nil && v.status == http.StatusMethodNotAllowed {
+		status := v.status
+		if v.orig == nil && status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", "GET, HEAD") // the verify request's own method
 		}
-		problem.Write(w, v.status, v.detail)
+		if v.nginx && v.orig != nil && status != http.StatusForbidden {
+			// auth_request passes on only 401 and 403 (anything else is
+			// its 500): a refused original request (400, 405) is a 403.
+			status = http.StatusForbidden
+		}
+		problem.Write(w, status, v.detail)
 		return
 	}
 	orig := v.orig
@@ -174,6 +180,19 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
+	// Every identity header is in the answer, empty when there is no
+	// identity (a public route without a token): an ingress that copies
+	// them then overwrites the client's copies. (Caddy 2.6's copy_headers
+	// writes its placeholder text "{http.reverse_proxy.header.X-...}" for
+	// a header the answer lacks.)
+	for _, name := range []string{p.headers.user, p.headers.username, p.headers.email, p.headers.roles} {
+		if name != "" {
+			h[name] = []string{""}
+		}
+	}
+	if p.headers.forwardToken {
+		h["Authorization"] = []string{""}
+	}
 	if v.id != nil {
 		p.headers.setIdentity(h, v.id.User, v.id.Raw, "", v.id.Payload.EmailVerified)
 	}

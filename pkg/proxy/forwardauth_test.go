@@ -43,16 +43,20 @@ func TestForwardAuthVerdicts(t *testing.T) {
 		{"protected, role", "/auth/verify", "192.0.2.7:9", map[string]string{"X-Original-URI": "/shorten", "X-Original-Method": "POST", "Authorization": creator}, 200, "user-alice"},
 		{"traefik method header", "/auth/verify", ingress, map[string]string{"X-Forwarded-Uri": "/shorten", "X-Forwarded-Method": "POST", "Authorization": creator}, 200, "user-alice"},
 		{"method judged: GET /shorten is the default rule", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/shorten", "Authorization": plain}, 200, "user-bob"},
-		{"dot segments", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/health/../shorten", "X-Original-Method": "POST"}, 400, ""},
-		{"encoded slash", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/admin%2Fx", "Authorization": creator}, 400, ""},
+		// nginx passes on only 401 and 403: refusals of the original
+		// request are 403 there, 400 for Traefik and Caddy.
+		{"dot segments", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/health/../shorten", "X-Original-Method": "POST"}, 403, ""},
+		{"encoded slash", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/admin%2Fx", "Authorization": creator}, 403, ""},
+		{"dot segments, traefik", "/auth/verify", ingress, map[string]string{"X-Forwarded-Uri": "/health/../shorten", "X-Forwarded-Method": "POST"}, 400, ""},
 		{"double slash", "/auth/verify", ingress, map[string]string{"X-Forwarded-Uri": "//admin/", "Authorization": creator}, 400, ""},
 		{"absolute URI", "/auth/verify", ingress, map[string]string{"X-Original-URI": "http://evil/abc"}, 400, ""},
 		{"no original", "/auth/verify", ingress, nil, 400, ""},
 		{"ingress-nginx URL", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://sho.example/shorten", "X-Original-Method": "POST", "Authorization": creator}, 200, "user-alice"},
-		{"ingress-nginx URL, confusion kept", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://sho.example/health/../shorten", "X-Original-Method": "POST"}, 400, ""},
+		{"ingress-nginx URL, confusion kept", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://sho.example/health/../shorten", "X-Original-Method": "POST"}, 403, ""},
 		{"ingress-nginx URL with user info", "/auth/verify", ingress, map[string]string{"X-Original-URL": "https://a@sho.example/x"}, 400, ""},
 		{"ingress-nginx URL not absolute", "/auth/verify", ingress, map[string]string{"X-Original-URL": "/x"}, 400, ""},
-		{"lower-case method", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/shorten", "X-Original-Method": "post"}, 405, ""},
+		{"lower-case method", "/auth/verify", ingress, map[string]string{"X-Forwarded-Uri": "/shorten", "X-Forwarded-Method": "post"}, 405, ""},
+		{"lower-case method, nginx", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/shorten", "X-Original-Method": "post"}, 403, ""},
 		{"bad proto", "/auth/verify", ingress, map[string]string{"X-Original-URI": "/abc", "X-Forwarded-Proto": "gopher"}, 400, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +67,9 @@ func TestForwardAuthVerdicts(t *testing.T) {
 			}
 			if got := w.Header().Get("X-Auth-Request-User"); got != tc.user {
 				t.Fatalf("X-Auth-Request-User %q, want %q", got, tc.user)
+			}
+			if _, present := w.Header()["X-Auth-Request-User"]; w.Code == 200 && !present {
+				t.Fatal("a 200 verdict without the identity header: an ingress copying it would keep the client's")
 			}
 			if tc.user != "" && !strings.HasPrefix(w.Header().Get("Authorization"), "Bearer ") {
 				t.Fatal("no Authorization header for the ingress to forward")
