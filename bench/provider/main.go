@@ -2,12 +2,14 @@
 // idptest, Keycloak's paths and claim shapes) and writes access tokens for
 // the load generator: valid.txt (distinct valid RS256 tokens, each valid
 // for -ttl) and invalid.txt (tokens that must be rejected: bad signature,
-// expired, wrong audience). It prints one JSON line with its URL and realm
-// on stdout, then serves until killed.
+// expired, wrong audience; -invalid of them). Tokens are signed in
+// parallel (-j, default GOMAXPROCS): 40,000 take about 16 s on 2 cores. It
+// prints one JSON line with its URL and realm on stdout, then serves until
+// killed.
 //
 // It is a benchmark tool, NOT an identity provider: see package idptest.
 //
-//	go run ./bench/provider -client bench -role bench-user -n 1000 -out /tmp/tokens
+//	go run ./bench/provider -client bench -role bench-user -n 40000 -invalid 1000 -out /tmp/tokens
 package main
 
 import (
@@ -21,7 +23,10 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,10 +37,15 @@ func main() {
 	realm := flag.String("realm", "bench", "realm name")
 	client := flag.String("client", "bench", "client ID the tokens are issued for (aud and azp)")
 	role := flag.String("role", "bench-user", "realm role of the tokens' users")
-	n := flag.Int("n", 1000, "number of distinct valid (and invalid) tokens")
+	n := flag.Int("n", 1000, "number of distinct valid tokens")
+	nInvalid := flag.Int("invalid", -1, "number of invalid tokens (default: -n)")
 	ttl := flag.Duration("ttl", time.Hour, "lifetime of the valid tokens")
+	workers := flag.Int("j", runtime.GOMAXPROCS(0), "tokens signed in parallel")
 	out := flag.String("out", ".", "directory for valid.txt and invalid.txt")
 	flag.Parse()
+	if *nInvalid < 0 {
+		*nInvalid = *n
+	}
 
 	srv, err := idptest.Start(idptest.Options{Realm: *realm})
 	if err != nil {
@@ -47,30 +57,33 @@ func main() {
 		log.Fatal(err)
 	}
 	now := time.Now()
-	var valid, invalid []string
-	for i := range *n {
+	start := time.Now()
+	valid := mintAll(*n, *workers, func(i int) string {
 		c := srv.UserClaims(*client, fmt.Sprintf("user%04d", i), *role)
 		c["aud"] = []any{*client, "account"}
 		c["exp"] = now.Add(*ttl).Unix()
-		valid = append(valid, srv.Mint(c))
-
+		return srv.Mint(c)
+	})
+	invalid := mintAll(*nInvalid, *workers, func(i int) string {
 		bad := srv.UserClaims(*client, fmt.Sprintf("bad%04d", i), *role)
 		bad["aud"] = []any{*client, "account"}
 		bad["exp"] = now.Add(*ttl).Unix()
 		switch i % 3 {
 		case 0: // signed by a key the provider never published, under its kid
 			rs, _ := srv.KID()
-			invalid = append(invalid, srv.MintWith(idptest.MintOptions{Key: other, KID: rs}, bad))
+			return srv.MintWith(idptest.MintOptions{Key: other, KID: rs}, bad)
 		case 1: // expired an hour ago
 			bad["exp"] = now.Add(-time.Hour).Unix()
 			bad["iat"] = now.Add(-2 * time.Hour).Unix()
-			invalid = append(invalid, srv.Mint(bad))
+			return srv.Mint(bad)
 		default: // for another client
 			bad["aud"] = "someone-else"
 			bad["azp"] = "someone-else"
-			invalid = append(invalid, srv.Mint(bad))
+			return srv.Mint(bad)
 		}
-	}
+	})
+	log.Printf("minted %d valid and %d invalid tokens in %v (%d in parallel)",
+		len(valid), len(invalid), time.Since(start).Round(time.Millisecond), *workers)
 	if err := os.MkdirAll(*out, 0o750); err != nil {
 		log.Fatal(err)
 	}
@@ -84,4 +97,25 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
+}
+
+// mintAll returns mint(0) ... mint(n-1), computed by the given number of
+// goroutines (RSA signing is the cost: about a millisecond per token).
+func mintAll(n, workers int, mint func(i int) string) []string {
+	out := make([]string, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, workers) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				out[i] = mint(i)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }

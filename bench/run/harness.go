@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,12 +25,22 @@ type harness struct {
 	ports   map[string]bool // addresses freeAddr has handed out
 }
 
-// benchCase is one configuration measured by wrk.
+// benchCase is one configuration measured by wrk, or by the open-loop
+// generator when Open is set.
 type benchCase struct {
 	Name   string
 	Proc   string // the process the case is about, for its peak RSS
 	Load   load
 	Reject bool // every answer must be non-2xx/3xx, and the upstream untouched
+
+	Open *openLoad // fixed-rate load (openloop.go) instead of wrk
+	// Ring, when set, is the token list Load's script (rotate.lua) or Open
+	// cycles: each run starts where the previous one stopped, so that the
+	// tokens a run sends were not sent recently (cache misses).
+	Ring *tokenRing
+	// Metrics is Proc's Prometheus endpoint: its garbage collections (and
+	// idp-proxy's cached tokens) are read before and after each run.
+	Metrics string
 }
 
 // sample is one measurement of one case.
@@ -41,21 +51,63 @@ type sample struct {
 	Conns int    `json:"conns"`
 	Proc  string `json:"process"`
 	wrkResult
+	Open         *openStats          `json:"open_loop,omitempty"`
+	GCs          *int64              `json:"gc_cycles,omitempty"`              // of Proc during the run
+	CachedTokens *int64              `json:"verified_tokens_cached,omitempty"` // idp-proxy, after the run
 	Mem          map[string]memStats `json:"mem"`
 	UpstreamHits *int64              `json:"upstream_hits,omitempty"`
 	Problem      string              `json:"problem,omitempty"`
+}
+
+// tokenRing is a list of n tokens cycled from two fronts half the list
+// apart (the two wrk threads, or the open-loop generator's even and odd
+// requests); pos is where the next run starts.
+type tokenRing struct{ n, pos int }
+
+func (r *tokenRing) base() int { return r.pos }
+
+// advance moves the fronts past a run of reqs requests, with a margin for
+// uneven progress of the two fronts.
+func (r *tokenRing) advance(reqs int64) {
+	if r.n > 0 {
+		r.pos = int((int64(r.pos) + reqs/2 + reqs/32 + 256) % int64(r.n))
+	}
+}
+
+// drive runs one case for d with wrk or the open-loop generator.
+func (h *harness) drive(ctx context.Context, c benchCase, d time.Duration) (wrkResult, *openStats, error) {
+	base := 0
+	if c.Ring != nil {
+		base = c.Ring.base()
+	}
+	if c.Open != nil {
+		res, st, err := runOpenLoop(ctx, *c.Open, base, d)
+		if c.Ring != nil {
+			c.Ring.advance(st.Sent)
+		}
+		return res, &st, err
+	}
+	l := c.Load
+	if c.Ring != nil && len(l.Args) > 0 {
+		l.Args = []string{l.Args[0], strconv.Itoa(wrkThreads(l.Conns)), strconv.Itoa(base)}
+	}
+	res, err := runWrk(ctx, l, d)
+	if c.Ring != nil {
+		c.Ring.advance(res.Requests)
+	}
+	return res, nil, err
 }
 
 // runGroup measures cases interleaved: round after round, each case once
 // per round in the same order (A B C A B C ...), so that drifts of a shared
 // machine hit every configuration alike.
 func (h *harness) runGroup(ctx context.Context, group string, cases []benchCase, procs []*proc, upstream string) {
-	if h.o.only != "" && !strings.Contains(group, h.o.only) {
+	if !h.selected(group) {
 		return
 	}
 	if h.o.warmup > 0 {
 		for _, c := range cases {
-			if _, err := runWrk(ctx, c.Load, h.o.warmup); err != nil {
+			if _, _, err := h.drive(ctx, c, h.o.warmup); err != nil {
 				h.rep.note("%s/%s warm-up: %v", group, c.Name, firstLine(err.Error()))
 			}
 		}
@@ -65,43 +117,89 @@ func (h *harness) runGroup(ctx context.Context, group string, cases []benchCase,
 			if ctx.Err() != nil {
 				return
 			}
-			for _, p := range procs {
-				resetPeak(p.pid())
-			}
-			before := settledHits(upstream)
-			res, err := runWrk(ctx, c.Load, h.o.duration)
-			s := sample{Group: group, Case: c.Name, Round: r, Conns: c.Load.Conns, Proc: c.Proc, wrkResult: res, Mem: map[string]memStats{}}
-			for _, p := range procs {
-				if m, err := readMem(p.pid()); err == nil {
-					s.Mem[p.name] = m
-				}
-			}
-			if upstream != "" {
-				if after, err := upstreamHits(upstream); err == nil {
-					d := after - before
-					s.UpstreamHits = &d
-				}
-			}
-			switch {
-			case err != nil:
-				s.Problem = firstLine(err.Error())
-			case s.Requests == 0:
-				s.Problem = "no requests completed"
-			case c.Reject && s.Non2xx3xx != s.Requests:
-				s.Problem = fmt.Sprintf("%d of %d answers were 2xx/3xx for rejected requests", s.Requests-s.Non2xx3xx, s.Requests)
-			case c.Reject && s.UpstreamHits != nil && *s.UpstreamHits != 0:
-				s.Problem = fmt.Sprintf("the upstream served %d rejected requests", *s.UpstreamHits)
-			case !c.Reject && s.Non2xx3xx > 0:
-				s.Problem = fmt.Sprintf("%d of %d answers were not 2xx/3xx", s.Non2xx3xx, s.Requests)
-			}
-			if s.SocketErrors > 0 && s.Problem == "" {
-				s.Problem = fmt.Sprintf("%d socket errors", s.SocketErrors)
-			}
-			logf("%-22s %-14s round %d: %9.0f req/s  p50 %6.3f ms  p99 %7.3f ms %s",
-				group, c.Name, r, s.RPS, s.P50ms, s.P99ms, s.Problem)
-			h.rep.Samples = append(h.rep.Samples, s)
+			h.rep.Samples = append(h.rep.Samples, h.measure(ctx, group, r, c, procs, upstream))
 		}
 	}
+}
+
+// measure runs one case once and checks its answers.
+func (h *harness) measure(ctx context.Context, group string, round int, c benchCase, procs []*proc, upstream string) sample {
+	for _, p := range procs {
+		resetPeak(p.pid())
+	}
+	before := settledHits(upstream)
+	gc0 := int64(-1)
+	if c.Metrics != "" {
+		if v, err := gcCount(c.Metrics); err == nil {
+			gc0 = v
+		}
+	}
+	res, open, err := h.drive(ctx, c, h.o.duration)
+	conns := c.Load.Conns
+	if open != nil {
+		conns = 0
+	}
+	s := sample{Group: group, Case: c.Name, Round: round, Conns: conns, Proc: c.Proc, wrkResult: res, Open: open, Mem: map[string]memStats{}}
+	if gc0 >= 0 {
+		if m, err := scrape(c.Metrics, metricGCCount, metricCachedToken); err == nil {
+			if v, ok := m[metricGCCount]; ok {
+				n := int64(v) - gc0
+				s.GCs = &n
+			}
+			if v, ok := m[metricCachedToken]; ok {
+				n := int64(v)
+				s.CachedTokens = &n
+			}
+		}
+	}
+	for _, p := range procs {
+		if m, err := readMem(p.pid()); err == nil {
+			s.Mem[p.name] = m
+		}
+	}
+	if upstream != "" {
+		if after, err := upstreamHits(upstream); err == nil {
+			d := after - before
+			s.UpstreamHits = &d
+		}
+	}
+	switch {
+	case err != nil:
+		s.Problem = firstLine(err.Error())
+	case s.Requests == 0:
+		s.Problem = "no requests completed"
+	case c.Reject && s.Non2xx3xx != s.Requests:
+		s.Problem = fmt.Sprintf("%d of %d answers were 2xx/3xx for rejected requests", s.Requests-s.Non2xx3xx, s.Requests)
+	case c.Reject && s.UpstreamHits != nil && *s.UpstreamHits != 0:
+		s.Problem = fmt.Sprintf("the upstream served %d rejected requests", *s.UpstreamHits)
+	case !c.Reject && s.Non2xx3xx > 0:
+		s.Problem = fmt.Sprintf("%d of %d answers were not 2xx/3xx", s.Non2xx3xx, s.Requests)
+	case open != nil && open.Dropped > 0:
+		s.Problem = fmt.Sprintf("%d requests dropped (not sent within %v after the run)", open.Dropped, dropGrace)
+	}
+	if s.SocketErrors > 0 && s.Problem == "" {
+		s.Problem = fmt.Sprintf("%d socket errors", s.SocketErrors)
+	}
+	extra := ""
+	if open != nil {
+		extra = fmt.Sprintf("  p99.9 %7.3f ms  max %7.2f ms  late %d", open.P999ms, open.MaxMs, open.Late)
+	}
+	if s.GCs != nil && s.Requests > 0 {
+		extra += fmt.Sprintf("  GC/1k %.2f", float64(*s.GCs)*1000/float64(s.Requests))
+	}
+	logf("%-22s %-14s round %d: %9.0f req/s  p50 %6.3f ms  p99 %7.3f ms%s %s",
+		group, c.Name, round, s.RPS, s.P50ms, s.P99ms, extra, s.Problem)
+	return s
+}
+
+// selected reports whether -only selects the group.
+func (h *harness) selected(group string) bool {
+	return h.o.only == "" || strings.Contains(group, h.o.only)
+}
+
+// selectsAny reports whether -only selects any of the groups.
+func (h *harness) selectsAny(groups []string) bool {
+	return slices.ContainsFunc(groups, h.selected)
 }
 
 // settledHits waits until the upstream's request count stops moving (the
@@ -150,173 +248,6 @@ func (h *harness) start(name, bin string, firstLine bool, args ...string) (*proc
 
 func is2xx(c int) bool { return c >= 200 && c < 300 }
 
-// proxyPhase measures the upstream directly, the bare proxy and idp-proxy.
-func (h *harness) proxyPhase(ctx context.Context) error {
-	var procs []*proc
-	defer func() {
-		for _, p := range procs {
-			p.stop()
-		}
-	}()
-	upAddr, err := h.freeAddr()
-	if err != nil {
-		return err
-	}
-	up, err := h.start("upstream", "upstream", false, "-listen", upAddr)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, up)
-	upURL := "http://" + upAddr
-	if err := waitHTTP(up, upURL+"/__bench/hits", nil, is2xx, 20*time.Second); err != nil {
-		return err
-	}
-	bareAddr, err := h.freeAddr()
-	if err != nil {
-		return err
-	}
-	bare, err := h.start("bareproxy", "bareproxy", false, "-listen", bareAddr, "-upstream", upURL)
-	if err != nil {
-		return err
-	}
-	procs = append(procs, bare)
-	bareURL := "http://" + bareAddr
-	if err := waitHTTP(bare, bareURL+"/api/items", nil, is2xx, 20*time.Second); err != nil {
-		return err
-	}
-
-	tokDir := filepath.Join(h.o.work, "tokens")
-	idpURL, tok, err := h.startIDPProxy(ctx, upURL, tokDir, &procs)
-	if err != nil {
-		h.rep.note("idp-proxy cases skipped: %v", err)
-		logf("idp-proxy cases skipped: %v", err)
-	}
-	if tok == nil {
-		tok = &tokens{single: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJiZW5jaCJ9.c2lnbmF0dXJl"}
-	}
-	auth := "Authorization: Bearer " + tok.single
-	for _, conns := range h.o.conns {
-		cases := []benchCase{
-			{Name: "direct", Proc: "upstream", Load: load{URL: upURL + "/api/items", Conns: conns, Headers: []string{auth}}},
-			{Name: "bare-proxy", Proc: "bareproxy", Load: load{URL: bareURL + "/api/items", Conns: conns, Headers: []string{auth}}},
-		}
-		if idpURL != "" {
-			rotate := filepath.Join(h.o.root, "bench", "lua", "rotate.lua")
-			cases = append(cases,
-				benchCase{Name: "idp-public", Proc: "idp-proxy", Load: load{URL: idpURL + "/public/items", Conns: conns}},
-				benchCase{Name: "idp-valid", Proc: "idp-proxy", Load: load{URL: idpURL + "/api/items", Conns: conns, Headers: []string{auth}}},
-				benchCase{Name: "idp-rotating", Proc: "idp-proxy", Load: load{URL: idpURL, Conns: conns, Script: rotate, Args: []string{tok.validReqs}}},
-				benchCase{Name: "idp-invalid", Proc: "idp-proxy", Reject: true, Load: load{URL: idpURL, Conns: conns, Script: rotate, Args: []string{tok.invalidReqs}}},
-			)
-		}
-		h.runGroup(ctx, fmt.Sprintf("proxy c%d", conns), cases, procs, upURL)
-	}
-	return nil
-}
-
-// tokens are the files the provider wrote, as request lists.
-type tokens struct {
-	single      string // one valid token
-	validReqs   string // 1,000 distinct valid tokens on /api/items
-	invalidReqs string // 1,000 invalid tokens on /api/items
-}
-
-// startIDPProxy starts the provider and idp-proxy in front of upURL and
-// checks that it forwards a valid token and rejects an invalid one.
-func (h *harness) startIDPProxy(ctx context.Context, upURL, tokDir string, procs *[]*proc) (string, *tokens, error) {
-	if h.bins["idp-proxy"] == "" || h.bins["provider"] == "" {
-		return "", nil, errors.New("idp-proxy or the provider was not built")
-	}
-	prov, err := h.start("provider", "provider", true, "-client", "bench", "-role", "bench-user", "-n", "1000", "-ttl", "1h", "-out", tokDir)
-	if err != nil {
-		return "", nil, err
-	}
-	*procs = append(*procs, prov)
-	var info struct{ URL, Realm string }
-	select {
-	case line := <-prov.firstLine:
-		if err := json.Unmarshal([]byte(line), &info); err != nil || info.URL == "" {
-			return "", nil, fmt.Errorf("provider said %q:\n%s", line, prov.tail())
-		}
-	case <-time.After(60 * time.Second):
-		return "", nil, fmt.Errorf("provider did not start:\n%s", prov.tail())
-	case <-ctx.Done():
-		return "", nil, ctx.Err()
-	}
-	valid, err := readLines(filepath.Join(tokDir, "valid.txt"))
-	if err != nil {
-		return "", nil, err
-	}
-	invalid, err := readLines(filepath.Join(tokDir, "invalid.txt"))
-	if err != nil {
-		return "", nil, err
-	}
-	paths := make([]string, len(valid))
-	for i := range paths {
-		paths[i] = "/api/items"
-	}
-	tok := &tokens{single: valid[0]}
-	if tok.validReqs, err = writeRequests(tokDir, "valid-requests.txt", paths, valid); err != nil {
-		return "", nil, err
-	}
-	if tok.invalidReqs, err = writeRequests(tokDir, "invalid-requests.txt", paths, invalid); err != nil {
-		return "", nil, err
-	}
-
-	addr, err := h.freeAddr()
-	if err != nil {
-		return "", nil, err
-	}
-	maddr, err := h.freeAddr()
-	if err != nil {
-		return "", nil, err
-	}
-	cfgPath := filepath.Join(h.o.work, "idp-proxy.yaml")
-	cfg := fmt.Sprintf(`# written by bench/run
-listen: %q
-metrics_listen: %q
-upstream:
-  url: %q
-  max_idle_conns_per_host: 1024
-idp:
-  server_url: %q
-  realm: %q
-  client_id: bench
-  optional_audiences: [account]
-routes:
-  - match: /public/
-    public: true
-  - match: /api/
-    roles: [bench-user]
-default_policy: deny
-log:
-  format: json
-  level: warn
-`, addr, maddr, upURL, info.URL, info.Realm)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return "", nil, err
-	}
-	px, err := h.start("idp-proxy", "idp-proxy", false, "serve", "--config", cfgPath)
-	if err != nil {
-		return "", tok, err
-	}
-	*procs = append(*procs, px)
-	base := "http://" + addr
-	if err := waitHTTP(px, base+"/public/items", nil, is2xx, 30*time.Second); err != nil {
-		return "", tok, err
-	}
-	bearer := func(t string) http.Header { return http.Header{"Authorization": {"Bearer " + t}} }
-	if err := waitHTTP(px, base+"/api/items", bearer(valid[0]), is2xx, 30*time.Second); err != nil {
-		return "", tok, fmt.Errorf("valid token not accepted: %w", err)
-	}
-	for _, bad := range invalid[:3] {
-		if err := waitHTTP(px, base+"/api/items", bearer(bad), func(c int) bool { return c == 401 }, 5*time.Second); err != nil {
-			return "", tok, fmt.Errorf("invalid token not rejected with 401: %w", err)
-		}
-	}
-	return base, tok, nil
-}
-
 func readLines(path string) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -337,6 +268,20 @@ func readLines(path string) ([]string, error) {
 // shortenerPhases measures redirects against the constant 302 per store
 // and size, and creates per store.
 func (h *harness) shortenerPhases(ctx context.Context) error {
+	stores := []string{"bolt"}
+	if h.o.pgDSN != "" {
+		stores = append(stores, "pg")
+	}
+	var names []string
+	for _, st := range stores {
+		names = append(names, "create "+st)
+		for _, n := range h.o.sizes {
+			names = append(names, fmt.Sprintf("redirect %s %s", st, sizeLabel(n)))
+		}
+	}
+	if !h.selectsAny(names) {
+		return nil
+	}
 	addr302, err := h.freeAddr()
 	if err != nil {
 		return err
@@ -350,10 +295,7 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 	if err := waitHTTP(c302, url302+"/x", nil, func(c int) bool { return c == 302 }, 20*time.Second); err != nil {
 		return err
 	}
-	stores := []string{"bolt"}
-	if h.o.pgDSN != "" {
-		stores = append(stores, "pg")
-	} else {
+	if h.o.pgDSN == "" {
 		h.rep.note("PostgreSQL cases skipped: set BENCH_POSTGRES_DSN or TEST_POSTGRES_DSN")
 	}
 	rotate := filepath.Join(h.o.root, "bench", "lua", "rotate.lua")
@@ -364,6 +306,9 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 				return ctx.Err()
 			}
 			label := sizeLabel(n)
+			if !h.selected(fmt.Sprintf("redirect %s %s", st, label)) && (n != h.o.sizes[0] || !h.selected("create "+st)) {
+				continue
+			}
 			storeArg, cleanup, err := h.preload(ctx, st, n)
 			if err != nil {
 				h.rep.note("%s %s: preload failed: %v", st, label, err)

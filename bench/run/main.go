@@ -5,7 +5,8 @@
 // results page with medians and ratios.
 //
 //	go run ./bench/run            # full run, writes bench/RESULTS.md and bench/results/
-//	go run ./bench/run -smoke     # < 60 s, one round, for CI; writes to a temp dir
+//	go run ./bench/run -smoke     # about a minute, one round, for CI; writes to a temp dir
+//	go run ./bench/run -only tokens -rounds 1 -d 3s   # issue 16's groups only
 //
 // Needs wrk on PATH (Debian: apt-get install wrk), gnuplot for the plot
 // (optional), and PostgreSQL for the pgstore cases (BENCH_POSTGRES_DSN or
@@ -40,6 +41,10 @@ type options struct {
 	results  string // RESULTS.md path
 	work     string // binaries, data files, request lists
 	only     string // run only the groups whose name contains this
+	rates    []int  // open-loop rates, requests/s
+	distinct int    // distinct valid tokens of the tokens groups
+	cacheSz  int    // idp-proxy's idp.verified_cache_size, 0: its default
+	peers    string // auto, on, off: build and run oauth2-proxy
 }
 
 func main() {
@@ -61,8 +66,16 @@ func run() error {
 	flag.StringVar(&o.out, "out", "", `directory for raw results, plot and logs (default "bench/results", or a temp dir with -smoke)`)
 	flag.StringVar(&o.results, "results", "", `results page (default "bench/RESULTS.md", or OUT/RESULTS.md with -smoke)`)
 	flag.StringVar(&o.pgDSN, "pg", "", "PostgreSQL DSN for the pgstore cases (default $BENCH_POSTGRES_DSN, then $TEST_POSTGRES_DSN; \"off\" skips them)")
-	flag.StringVar(&o.only, "only", "", `run only the groups whose name contains this (e.g. "redirect bolt", "proxy c32")`)
+	flag.StringVar(&o.only, "only", "", `run only the groups whose name contains this (e.g. "redirect bolt", "proxy c32", "tokens")`)
+	flag.IntVar(&o.distinct, "distinct", 0, "distinct valid tokens of the tokens groups (default 40000, 2000 with -smoke)")
+	flag.IntVar(&o.cacheSz, "cache", -1, "idp-proxy's idp.verified_cache_size when the tokens groups run (default: its own, 10000; with -smoke, -distinct/4); 0: its own")
+	flag.StringVar(&o.peers, "peers", "auto", `build and run oauth2-proxy: "on", "off", or "auto" (always in a full run; with -smoke only when its module is already in the module cache)`)
 	flag.Parse()
+	switch o.peers {
+	case "auto", "on", "off":
+	default:
+		return fmt.Errorf("-peers %q: want auto, on or off", o.peers)
+	}
 
 	root, err := moduleRoot()
 	if err != nil {
@@ -70,10 +83,21 @@ func run() error {
 	}
 	o.root = root
 	o.conns, o.sizes, o.warmup = []int{32, 128}, []int{10_000, 1_000_000}, time.Second
+	o.rates = []int{1000, 3000}
+	if o.distinct <= 0 {
+		o.distinct = 40_000
+		if o.smoke {
+			o.distinct = 2000
+		}
+	}
 	if o.smoke {
 		o.rounds, o.duration, o.warmup = 1, 2*time.Second, 0
-		o.conns, o.sizes = []int{32}, []int{10_000}
+		o.conns, o.sizes, o.rates = []int{32}, []int{10_000}, []int{1000}
+		if o.cacheSz < 0 {
+			o.cacheSz = o.distinct / 4 // the full run's ratio: 40,000 tokens, 10,000 cached
+		}
 	}
+	o.cacheSz = max(o.cacheSz, 0)
 	if o.pgDSN == "" {
 		o.pgDSN = os.Getenv("BENCH_POSTGRES_DSN")
 	}
@@ -120,11 +144,12 @@ func run() error {
 
 	logf("building binaries into %s", work)
 	bins, missing, err := buildAll(ctx, root, filepath.Join(work, "bin"), map[string]string{
-		"upstream":  "./bench/upstream",
-		"bareproxy": "./bench/bareproxy",
-		"const302":  "./bench/const302",
-		"provider":  "./bench/provider",
-		"shortener": "./cmd/shortener",
+		"upstream":   "./bench/upstream",
+		"bareproxy":  "./bench/bareproxy",
+		"const302":   "./bench/const302",
+		"provider":   "./bench/provider",
+		"naiveproxy": "./bench/naiveproxy",
+		"shortener":  "./cmd/shortener",
 	}, map[string]string{"idp-proxy": "./cmd/idp-proxy"})
 	if err != nil {
 		return err
@@ -133,6 +158,15 @@ func run() error {
 		rep.note("%s could not be built, its cases are skipped: %s", name, firstLine(msg))
 	}
 	h := &harness{o: o, bins: bins, logDir: logDir, rep: rep}
+	if _, tokenGroups := h.proxyGroups(); h.selectsAny(tokenGroups) {
+		path, pb := buildPeers(ctx, o, filepath.Join(work, "bin"))
+		rep.Peers = append(rep.Peers, pb)
+		if path != "" {
+			bins[o2pName] = path
+		} else {
+			rep.note("%s@%s not measured: %s", o2pName, o2pVersion, pb.Note)
+		}
+	}
 
 	if err := h.proxyPhase(ctx); err != nil {
 		rep.note("proxy phase: %v", err)

@@ -14,17 +14,21 @@ import (
 // report is the raw results file (results.json) and the source of the
 // results page.
 type report struct {
-	Started  time.Time `json:"started"`
-	Elapsed  string    `json:"elapsed"`
-	Smoke    bool      `json:"smoke"`
-	Rounds   int       `json:"rounds"`
-	Duration string    `json:"duration_per_case"`
-	Machine  machine   `json:"machine"`
-	Notes    []string  `json:"notes,omitempty"`
-	Samples  []sample  `json:"samples"`
-	Summary  []summary `json:"summary"`
-	Ratios   []ratio   `json:"ratios"`
-	Targets  []target  `json:"targets"`
+	Started  time.Time   `json:"started"`
+	Elapsed  string      `json:"elapsed"`
+	Smoke    bool        `json:"smoke"`
+	Rounds   int         `json:"rounds"`
+	Duration string      `json:"duration_per_case"`
+	Machine  machine     `json:"machine"`
+	Notes    []string    `json:"notes,omitempty"`
+	Peers    []peerBuild `json:"peers,omitempty"`
+	Samples  []sample    `json:"samples"`
+	Summary  []summary   `json:"summary"`
+	Ratios   []ratio     `json:"ratios"`
+	Targets  []target    `json:"targets"`
+	// Issue16 are the targets of issue 16 (many distinct tokens), judged
+	// from the "tokens" groups.
+	Issue16 []target `json:"issue16_targets,omitempty"`
 }
 
 // summary holds the medians of one case over the rounds.
@@ -40,6 +44,19 @@ type summary struct {
 	PeakKiB  int64   `json:"peak_rss_kib"`
 	Problems int     `json:"rounds_with_problems"`
 	Command  string  `json:"command"`
+
+	// Open loop (medians, except the counts: sums over the rounds).
+	Rate    int     `json:"rate,omitempty"`
+	P999ms  float64 `json:"p999_ms_median,omitempty"`
+	MaxMs   float64 `json:"max_ms_median,omitempty"`
+	Late    int64   `json:"late,omitempty"`
+	Dropped int64   `json:"dropped,omitempty"`
+	Errors  int64   `json:"errors,omitempty"`
+	// GCPer1k is the median of Process's garbage collections per 1,000
+	// requests, when it exports them (-1: unknown).
+	GCPer1k float64 `json:"gc_per_1k_requests"`
+	// Cached is idp-proxy's number of cached tokens after the last round.
+	Cached *int64 `json:"verified_tokens_cached,omitempty"`
 }
 
 type ratio struct {
@@ -85,25 +102,43 @@ func (r *report) summarize() {
 	r.Summary = nil
 	for _, k := range order {
 		ss := by[k]
-		var rps, p50, p99 []float64
+		var rps, p50, p99, p999, maxs, gcs []float64
 		sum := summary{Group: k.g, Case: k.c, Conns: ss[0].Conns, Process: ss[0].Proc, Command: ss[0].Command}
 		for _, s := range ss {
 			if s.Problem != "" {
 				sum.Problems++
+			}
+			if o := s.Open; o != nil {
+				sum.Rate = o.Rate
+				sum.Late, sum.Dropped, sum.Errors = sum.Late+o.Late, sum.Dropped+o.Dropped, sum.Errors+o.Errors
 			}
 			if s.Requests == 0 {
 				continue
 			}
 			sum.Rounds++
 			rps, p50, p99 = append(rps, s.RPS), append(p50, s.P50ms), append(p99, s.P99ms)
+			if o := s.Open; o != nil {
+				p999, maxs = append(p999, o.P999ms), append(maxs, o.MaxMs)
+			}
+			if s.GCs != nil {
+				gcs = append(gcs, float64(*s.GCs)*1000/float64(s.Requests))
+			}
+			if s.CachedTokens != nil {
+				sum.Cached = s.CachedTokens
+			}
 			if m, ok := s.Mem[sum.Process]; ok && m.HWM > sum.PeakKiB {
 				sum.PeakKiB = m.HWM
 			}
 		}
 		sum.RPS, sum.P50ms, sum.P99ms = median(rps), median(p50), median(p99)
+		sum.P999ms, sum.MaxMs, sum.GCPer1k = median(p999), median(maxs), -1
+		if len(gcs) > 0 {
+			sum.GCPer1k = median(gcs)
+		}
 		r.Summary = append(r.Summary, sum)
 	}
 	r.ratiosAndTargets()
+	r.issue16()
 }
 
 func (r *report) find(group, c string) (summary, bool) {
@@ -201,14 +236,24 @@ func (r *report) write(o options) error {
 	}
 	var tsv strings.Builder
 	tsv.WriteString("label\trps\tp50_ms\tp99_ms\n")
+	var olTSV strings.Builder
+	olTSV.WriteString("label\trate\tachieved_rps\tp50_ms\tp99_ms\tp999_ms\tmax_ms\tlate\tdropped\terrors\n")
 	for _, s := range r.Summary {
 		if s.Rounds == 0 {
+			continue
+		}
+		if s.Rate > 0 { // open loop: its own file, not in the throughput plot
+			fmt.Fprintf(&olTSV, "%s: %s\t%d\t%.1f\t%.4f\t%.4f\t%.4f\t%.4f\t%d\t%d\t%d\n", s.Group, s.Case, s.Rate, s.RPS,
+				s.P50ms, s.P99ms, s.P999ms, s.MaxMs, s.Late, s.Dropped, s.Errors)
 			continue
 		}
 		fmt.Fprintf(&tsv, "%s: %s\t%.1f\t%.4f\t%.4f\n", s.Group, s.Case, s.RPS, s.P50ms, s.P99ms)
 	}
 	tsvPath := filepath.Join(o.out, "results.tsv")
 	if err := os.WriteFile(tsvPath, []byte(tsv.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "openloop.tsv"), []byte(olTSV.String()), 0o644); err != nil {
 		return err
 	}
 	png := filepath.Join(o.out, "bench.png")
@@ -261,8 +306,12 @@ func (r *report) markdown(o options, png string) string {
 	}
 	p("## Targets (DESIGN §7)")
 	p("")
-	p("| target | want | got | met | margin |")
-	p("|---|---|---|---|---|")
+	if len(r.Targets) == 0 {
+		p("None measured in this run (see -only).")
+	} else {
+		p("| target | want | got | met | margin |")
+		p("|---|---|---|---|---|")
+	}
 	for _, t := range r.Targets {
 		met := "yes"
 		if !t.Met {
@@ -271,6 +320,7 @@ func (r *report) markdown(o options, png string) string {
 		p("| %s | %s | %s | %s | %s |", t.Name, t.Want, t.Got, met, t.Margin)
 	}
 	p("")
+	r.issue16Markdown(p)
 	p("## Ratios (requests/s, medians)")
 	p("")
 	p("| ratio | value |")
@@ -281,16 +331,20 @@ func (r *report) markdown(o options, png string) string {
 	p("")
 	p("## Results")
 	p("")
-	p("| group | case | conns | req/s | p50 ms | p99 ms | peak RSS (process) | rounds | problems |")
-	p("|---|---|---|---|---|---|---|---|---|")
+	p("| group | case | conns | req/s | p50 ms | p99 ms | peak RSS (process) | GC per 1k req | rounds | problems |")
+	p("|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Summary {
-		p("| %s | %s | %d | %.0f | %.3f | %.3f | %.1f MiB (%s) | %d | %d |", s.Group, s.Case, s.Conns, s.RPS, s.P50ms, s.P99ms,
-			float64(s.PeakKiB)/1024, s.Process, s.Rounds, s.Problems)
+		conns := fmt.Sprint(s.Conns)
+		if s.Rate > 0 {
+			conns = fmt.Sprintf("open %d/s", s.Rate)
+		}
+		p("| %s | %s | %s | %.0f | %.3f | %.3f | %.1f MiB (%s) | %s | %d | %d |", s.Group, s.Case, conns, s.RPS, s.P50ms, s.P99ms,
+			float64(s.PeakKiB)/1024, s.Process, gcCell(s), s.Rounds, s.Problems)
 	}
 	p("")
 	p("Peak RSS is VmHWM of the process, reset before each measured case (`/proc/PID/clear_refs`), maximum over the rounds. For bbolt it includes the pages of the memory-mapped file that were read.")
 	p("")
-	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits); `shortener-nocache` = the same with `--cache-size 0`, so every redirect reads the store (for bbolt, a copy of the same file); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced).")
+	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits); `shortener-nocache` = the same with `--cache-size 0`, so every redirect reads the store (for bbolt, a copy of the same file); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the issue 16 section.")
 	p("")
 	if len(r.Notes) > 0 {
 		p("## Notes")

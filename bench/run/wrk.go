@@ -34,10 +34,12 @@ type wrkResult struct {
 	Command      string  `json:"command"`
 }
 
+// wrkThreads is wrk's -t for conns connections.
+func wrkThreads(conns int) int { return min(2, conns) }
+
 // args returns wrk's command line for l.
 func (l load) args(d time.Duration) []string {
-	threads := min(2, l.Conns)
-	a := []string{"-t", strconv.Itoa(threads), "-c", strconv.Itoa(l.Conns),
+	a := []string{"-t", strconv.Itoa(wrkThreads(l.Conns)), "-c", strconv.Itoa(l.Conns),
 		"-d", fmt.Sprintf("%ds", max(1, int(d.Seconds()))), "--latency", "--timeout", "5s"}
 	for _, h := range l.Headers {
 		a = append(a, "-H", h)
