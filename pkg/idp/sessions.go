@@ -136,6 +136,7 @@ type session struct {
 	Created   int64  `json:"c"`
 	Expires   int64  `json:"x"` // absolute end
 	AccessExp int64  `json:"e"`
+	AccessIat int64  `json:"n,omitempty"` // its lifetime bounds the refresh margin
 }
 
 func newSessionID() string { return rand.Text() + rand.Text() } // 2×128 bits

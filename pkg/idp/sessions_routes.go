@@ -68,14 +68,18 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusForbidden, "cross-site request refused")
 		return
 	}
+	var body struct {
+		RefreshToken string `json:"refresh_token"`
+	}
 	if r.Method == http.MethodPost {
-		var body struct {
-			RefreshToken string `json:"refresh_token"`
-		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" || r.ContentLength > 0 {
 			if !decodeBody(w, r, &body, true) {
 				return
 			}
+		}
+		if body.RefreshToken != "" && !validOpaqueToken(body.RefreshToken) {
+			writeProblem(w, http.StatusBadRequest, "refresh_token is malformed")
+			return
 		}
 	}
 	s, clear, err := a.p.sessions.end(r.Context(), r)
@@ -89,10 +93,16 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, a.stateCookie(r, "", -1))
 	w.Header().Set("Cache-Control", "no-store")
-	outcome := "skipped"
+	// The session's refresh token, or (an API client of the session mode,
+	// as in the API mode) the one in the body.
+	refresh := body.RefreshToken
 	if s != nil && s.Refresh != "" {
+		refresh = s.Refresh
+	}
+	outcome := "skipped"
+	if refresh != "" {
 		outcome = "failed"
-		if a.providerLogout(r.Context(), s.Refresh) {
+		if a.providerLogout(r.Context(), refresh) {
 			outcome = "done"
 		}
 	}

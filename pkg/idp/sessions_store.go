@@ -103,7 +103,7 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	if replace != "" {
 		cookies = m.valueCookies(r, replace)
 	}
-	if s.AccessExp-now.Unix() > int64(m.cfg.RefreshMargin/time.Second) {
+	if s.AccessExp-now.Unix() > m.margin(s) {
 		return s.Access, cookies, nil
 	}
 	ns, err := m.refresh(ctx, s, strings.Join(parts, ""))
@@ -124,6 +124,18 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 		return s.Access, cookies, nil
 	}
 	return "", nil, fmt.Errorf("%w: session refresh: %w", ErrUnavailable, err)
+}
+
+// margin is how long before its exp s's access token is refreshed, in
+// seconds: RefreshMargin, but at most half the token's lifetime, so that
+// a provider whose tokens live no longer than the margin (30 s tokens and
+// the 1 m default) does not get a refresh on every request.
+func (m *sessionManager) margin(s *session) int64 {
+	margin := int64(m.cfg.RefreshMargin / time.Second)
+	if s.AccessIat > 0 && s.AccessExp > s.AccessIat {
+		margin = min(margin, (s.AccessExp-s.AccessIat)/2)
+	}
+	return margin
 }
 
 // load opens the session of a cookie's chunks. replace is set when the
@@ -231,7 +243,7 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 			if err != nil {
 				return nil, fmt.Errorf("session store: %w", err)
 			}
-			if ns, err := unmarshalSession(b); err == nil && ns.AccessExp != s.AccessExp {
+			if ns, err := unmarshalSession(b); err == nil && ns.Access != s.Access {
 				return ns, nil
 			}
 		}
@@ -278,6 +290,7 @@ func (m *sessionManager) refreshTokens(ctx context.Context, s *session) (*sessio
 	ns := *s
 	ns.Access = tok.AccessToken
 	ns.AccessExp = id.Payload.ExpiresAt.Unix()
+	ns.AccessIat = issuedAt(id)
 	if tok.RefreshToken != "" {
 		ns.Refresh = tok.RefreshToken
 	}
@@ -297,7 +310,7 @@ func (m *sessionManager) create(ctx context.Context, r *http.Request, tok *oauth
 	s := &session{
 		ID: newSessionID(), Access: tok.AccessToken, Refresh: tok.RefreshToken, IDToken: idToken,
 		Sub: id.Payload.Subject, SID: sid, Created: now.Unix(), Expires: now.Add(m.cfg.MaxAge).Unix(),
-		AccessExp: id.Payload.ExpiresAt.Unix(),
+		AccessExp: id.Payload.ExpiresAt.Unix(), AccessIat: issuedAt(id),
 	}
 	if m.backend != nil {
 		if err := m.store(ctx, s); err != nil {
@@ -427,4 +440,13 @@ func (m *sessionManager) useLoginState(ctx context.Context, state string, exp ti
 		return false, fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
 	}
 	return ok, nil
+}
+
+// issuedAt is the access token's iat, or the time it was verified when it
+// has none (the lifetime then counts from now).
+func issuedAt(id *Identity) int64 {
+	if !id.Payload.IssuedAt.IsZero() {
+		return id.Payload.IssuedAt.Unix()
+	}
+	return time.Now().Unix()
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
@@ -128,16 +130,19 @@ func TestSessionSignIn(t *testing.T) {
 func TestSessionRefresh(t *testing.T) {
 	for name, backend := range stores() {
 		t.Run(name, func(t *testing.T) {
-			// Tokens live 3 s and are refreshed 2 s before they expire:
-			// after 1.1 s the next requests need a refresh. (Real time:
-			// the provider stamps the new tokens with its own clock.)
-			e := sessionEnvWith(t, idptest.Options{TTL: 3 * time.Second}, backend(), func(c *idp.Config) {
-				c.Session.RefreshMargin = 2 * time.Second
+			t.Parallel()
+			// Tokens live 6 s and are refreshed at most half their
+			// lifetime (3 s) before they expire: after 3.5 s the next
+			// requests need a refresh, whatever the whole-second rounding
+			// of iat and exp. (Real time: the provider stamps the new
+			// tokens with its own clock.)
+			e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, backend(), func(c *idp.Config) {
+				c.Session.RefreshMargin = 4 * time.Second
 				c.Leeway = -1
 			})
 			e.signIn(t, "/me")
 			before := e.idp.TokenRequests()
-			time.Sleep(1100 * time.Millisecond)
+			time.Sleep(3500 * time.Millisecond)
 			var wg sync.WaitGroup
 			var ok atomic.Int32
 			for range 8 {
@@ -157,7 +162,7 @@ func TestSessionRefresh(t *testing.T) {
 			// The provider ends the session: the next refresh is refused
 			// and the session is over (API: 401; browser: login).
 			e.idp.EndSessions()
-			time.Sleep(1100 * time.Millisecond)
+			time.Sleep(3500 * time.Millisecond)
 			if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("after a refused refresh: %d, want 401", resp.StatusCode)
 			}
@@ -425,5 +430,55 @@ func TestIsNavigation(t *testing.T) {
 		if got := idp.IsNavigation(r); got != c.want {
 			t.Errorf("%s %v: %v, want %v", c.method, c.hdr, got, c.want)
 		}
+	}
+}
+
+// A provider whose tokens live no longer than the refresh margin (4 s
+// tokens, the 1 m default margin) does not get a refresh on every request:
+// the margin is at most half the token's lifetime.
+func TestSessionMarginBoundedByLifetime(t *testing.T) {
+	e := sessionEnvWith(t, idptest.Options{TTL: 4 * time.Second}, nil, func(c *idp.Config) { c.Leeway = -1 })
+	e.signIn(t, "/me")
+	before := e.idp.TokenRequests()
+	for range 4 {
+		if resp := e.me(t, false); resp.StatusCode != 200 {
+			t.Fatalf("with the session: %d", resp.StatusCode)
+		}
+	}
+	if n := e.idp.TokenRequests() - before; n != 0 {
+		t.Fatalf("%d refreshes of a fresh 4 s token, want none", n)
+	}
+	time.Sleep(2100 * time.Millisecond) // past half its lifetime
+	if resp := e.me(t, false); resp.StatusCode != 200 {
+		t.Fatalf("after half the lifetime: %d", resp.StatusCode)
+	}
+	if n := e.idp.TokenRequests() - before; n != 1 {
+		t.Fatalf("%d refreshes past half the lifetime, want 1", n)
+	}
+}
+
+// In session mode, POST logout with a refresh token in the body and no
+// session still revokes it, as in the API mode.
+func TestSessionLogoutBodyToken(t *testing.T) {
+	e := sessionEnv(t, nil, nil)
+	// A refresh token of the client, from a code flow driven directly
+	// against the provider (the session mode never hands one out).
+	conf := &oauth2.Config{ClientID: clientID, ClientSecret: clientSecret, RedirectURL: "http://127.0.0.1:1/cb",
+		Endpoint: oauth2.Endpoint{AuthURL: e.idp.Issuer + "/protocol/openid-connect/auth", TokenURL: e.idp.TokenURL(),
+			AuthStyle: oauth2.AuthStyleInParams}, Scopes: []string{"openid"}}
+	verifier := oauth2.GenerateVerifier()
+	auth, _ := url.Parse(conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)))
+	cb, _ := url.Parse(e.authorize(t, auth))
+	tok, err := conf.Exchange(context.Background(), cb.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil || tok.RefreshToken == "" {
+		t.Fatalf("code flow: %v", err)
+	}
+	before := e.idp.Sessions()
+	resp := e.post(t, "/auth/logout", "application/json", `{"refresh_token":"`+tok.RefreshToken+`"}`)
+	if body := readBody(resp); resp.StatusCode != 200 || !strings.Contains(body, `"provider_logout":"done"`) {
+		t.Fatalf("logout with a body token in session mode: %d %s", resp.StatusCode, body)
+	}
+	if e.idp.Sessions() != before-1 {
+		t.Fatalf("provider sessions %d → %d: the body's token was not used", before, e.idp.Sessions())
 	}
 }

@@ -93,7 +93,7 @@ type replica struct {
 // by B ends the session on A.
 func TestReplicasShareSessions(t *testing.T) {
 	st := store(t)
-	idpSrv := idptest.NewServer(t, idptest.Options{TTL: 3 * time.Second,
+	idpSrv := idptest.NewServer(t, idptest.Options{TTL: 6 * time.Second,
 		Clients: []idptest.Client{{ID: "app", Secret: "app-secret"}}})
 	lnA, _ := net.Listen("tcp", "127.0.0.1:0")
 	redirect := "http://" + lnA.Addr().String() + "/auth/callback"
@@ -104,7 +104,7 @@ func TestReplicasShareSessions(t *testing.T) {
 		p, err := idp.New(context.Background(), idp.Config{
 			ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "app", ClientSecret: "app-secret",
 			IncludeRoutes: true, RedirectURI: redirect, SessionSecret: []byte(strings.Repeat("k", 32)), Leeway: -1,
-			Session: &idp.SessionConfig{Backend: st, RefreshMargin: 2 * time.Second},
+			Session: &idp.SessionConfig{Backend: st, RefreshMargin: 4 * time.Second},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -171,8 +171,9 @@ func TestReplicasShareSessions(t *testing.T) {
 			t.Fatalf("session on %s: %d", r.base, resp.StatusCode)
 		}
 	}
-	// Refresh once across replicas.
-	time.Sleep(1100 * time.Millisecond)
+	// Refresh once across replicas: 6 s tokens, refreshed at most half
+	// their lifetime before exp, whatever the whole-second rounding.
+	time.Sleep(3500 * time.Millisecond)
 	before := idpSrv.TokenRequests()
 	var wg sync.WaitGroup
 	var ok atomic.Int32
