@@ -3,10 +3,12 @@ package deploy_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,6 +63,7 @@ type realmExport struct {
 
 type realmClient struct {
 	ClientID                  string            `json:"clientId"`
+	FrontchannelLogout        bool              `json:"frontchannelLogout"`
 	Enabled                   bool              `json:"enabled"`
 	PublicClient              bool              `json:"publicClient"`
 	Secret                    string            `json:"secret"`
@@ -232,7 +235,7 @@ func TestCompose(t *testing.T) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"idp-proxy", "keycloak", "postgres", "shortener"}) {
+	if !slices.Equal(names, []string{"idp-proxy-1", "idp-proxy-2", "keycloak", "lb", "postgres", "redis", "shortener"}) {
 		t.Fatalf("services %v", names)
 	}
 	for name, s := range c.Services {
@@ -278,25 +281,11 @@ func TestCompose(t *testing.T) {
 		t.Errorf("keycloak: the realm directory is not mounted for import: %v", kc.Volumes)
 	}
 
-	// idp-proxy: its config file, with the environment compose gives it,
-	// loads and passes idp-proxy's own checks.
-	px := c.Services["idp-proxy"]
-	cfgPath, _ := flagValue(px.Command, "config")
-	var mounted string
-	for _, v := range px.Volumes {
-		parts := strings.Split(v, ":")
-		if len(parts) >= 2 && parts[1] == cfgPath {
-			mounted = parts[0]
-		}
-	}
-	if mounted == "" {
-		t.Fatalf("idp-proxy: --config %q is not a mounted file: %v", cfgPath, px.Volumes)
-	}
-	var env []string
-	for k, v := range px.Environment {
-		env = append(env, k+"="+v)
-	}
-	cfg := loadProxyConfig(t, mounted, env)
+	// The idp-proxy replicas: each one's config file, with the environment
+	// compose gives it, loads and passes idp-proxy's own checks, and both
+	// run the same file with the same secrets (checkReplicas).
+	px := c.Services[replicaNames[0]]
+	cfg := checkReplicas(t, c)
 
 	// Keycloak's fixed hostname is the proxy's server_url, on Keycloak's port.
 	if kc.Environment["KC_HOSTNAME"] != cfg.IDP.ServerURL {
@@ -349,17 +338,15 @@ func TestCompose(t *testing.T) {
 		}
 	}
 
-	// Ports: the proxy is published; its operations port only on loopback;
-	// the redirect URI is the published proxy.
+	// Ports: the load balancer is published, on the replicas' port; the
+	// redirect URI is the published load balancer. Keycloak's back-channel
+	// logout goes to the load balancer too, on the compose network.
 	_, listenPort := hostPort(t, cfg.Listen)
-	_, opsPort := hostPort(t, cfg.MetricsListen)
-	if !slices.Contains(px.Ports, fmt.Sprintf("%d:%d", listenPort, listenPort)) ||
-		!slices.Contains(px.Ports, fmt.Sprintf("127.0.0.1:%d:%d", opsPort, opsPort)) {
-		t.Errorf("idp-proxy ports %v, want %d published and %d on 127.0.0.1", px.Ports, listenPort, opsPort)
-	}
+	checkLoadBalancer(t, c, listenPort)
 	if want := fmt.Sprintf("http://localhost:%d/auth/callback", listenPort); cfg.IDP.RedirectURI != want {
 		t.Errorf("redirect_uri %s, want %s", cfg.IDP.RedirectURI, want)
 	}
+	checkRealmLogout(t, c, web, cfg, listenPort)
 
 	// The shortener: the proxy's upstream, not published, on PostgreSQL.
 	sh := c.Services["shortener"]
@@ -391,7 +378,163 @@ func TestCompose(t *testing.T) {
 	if _, ok := sh.DependsOn["postgres"]; !ok {
 		t.Error("shortener does not wait for postgres")
 	}
-	if _, ok := px.DependsOn["keycloak"]; !ok {
-		t.Error("idp-proxy does not wait for keycloak")
+	for _, name := range replicaNames {
+		if _, ok := c.Services[name].DependsOn["keycloak"]; !ok {
+			t.Errorf("%s does not wait for keycloak", name)
+		}
 	}
+}
+
+// replicaNames are the idp-proxy services of the compose file.
+var replicaNames = []string{"idp-proxy-1", "idp-proxy-2"}
+
+// checkReplicas loads each replica's configuration (the mounted --config
+// file with the replica's environment) with idp-proxy's own checks, checks
+// that the replicas are interchangeable (same file, same secrets: a login
+// started on one completes on the other) and share their sessions in the
+// compose file's Redis, and returns the configuration.
+func checkReplicas(t *testing.T, c composeFile) proxyFile {
+	t.Helper()
+	var (
+		cfg       proxyFile
+		firstFile string
+		firstEnv  map[string]string
+		opsPorts  []string
+	)
+	for i, name := range replicaNames {
+		px := c.Services[name]
+		cfgPath, _ := flagValue(px.Command, "config")
+		var mounted string
+		for _, v := range px.Volumes {
+			parts := strings.Split(v, ":")
+			if len(parts) >= 2 && parts[1] == cfgPath {
+				mounted = parts[0]
+			}
+		}
+		if mounted == "" {
+			t.Fatalf("%s: --config %q is not a mounted file: %v", name, cfgPath, px.Volumes)
+		}
+		var env []string
+		for k, v := range px.Environment {
+			env = append(env, k+"="+v)
+		}
+		got := loadProxyConfig(t, mounted, env)
+		if i == 0 {
+			cfg, firstFile, firstEnv = got, mounted, px.Environment
+		} else if mounted != firstFile || !maps.Equal(px.Environment, firstEnv) {
+			t.Errorf("%s runs %s, %s runs %s, same environment (secrets): %v: the replicas must share the file and the secrets",
+				name, mounted, replicaNames[0], firstFile, maps.Equal(px.Environment, firstEnv))
+		}
+		if px.Environment["IDP_PROXY_IDP_SESSION_SECRET"] == "" {
+			t.Errorf("%s: no session secret in its environment", name)
+		}
+		// Only the operations port is published, on loopback, on a port of
+		// its own; the proxy port is reached through the load balancer.
+		_, listenPort := hostPort(t, got.Listen)
+		_, opsPort := hostPort(t, got.MetricsListen)
+		if len(px.Ports) != 1 || !strings.HasPrefix(px.Ports[0], "127.0.0.1:") ||
+			!strings.HasSuffix(px.Ports[0], fmt.Sprintf(":%d", opsPort)) || strings.HasSuffix(px.Ports[0], fmt.Sprintf(":%d", listenPort)) {
+			t.Errorf("%s ports %v, want only its operations port %d on 127.0.0.1", name, px.Ports, opsPort)
+		}
+		opsPorts = append(opsPorts, px.Ports...)
+		if px.DependsOn["redis"].Condition != "service_healthy" {
+			t.Errorf("%s does not wait for redis to be healthy", name)
+		}
+	}
+	if slices.Sort(opsPorts); len(slices.Compact(opsPorts)) != len(replicaNames) {
+		t.Errorf("the replicas publish their operations ports on the same host port: %v", opsPorts)
+	}
+
+	// Sessions: in Redis, the compose file's redis service.
+	if !cfg.Session.Enabled || cfg.Session.Store != "redis" {
+		t.Fatalf("session %+v: want enabled with store redis (two replicas)", cfg.Session)
+	}
+	ru, err := url.Parse(cfg.Session.RedisURL)
+	if err != nil || ru.Scheme != "redis" {
+		t.Fatalf("session.redis_url %q: want redis://", cfg.Session.RedisURL)
+	}
+	rs, ok := c.Services[ru.Hostname()]
+	if !ok || !strings.HasPrefix(rs.Image, "redis:") {
+		t.Fatalf("session.redis_url host %q is not the compose file's Redis service", ru.Hostname())
+	}
+	if port := ru.Port(); port != "6379" || slices.Contains(rs.Command, "--port") {
+		t.Errorf("session.redis_url port %q, Redis command %v: want Redis's default 6379", port, rs.Command)
+	}
+	if rs.Healthcheck == nil || len(rs.Ports) != 0 {
+		t.Errorf("redis: healthcheck %v, ports %v: want a healthcheck and no published port (it holds tokens)", rs.Healthcheck, rs.Ports)
+	}
+	return cfg
+}
+
+// checkLoadBalancer checks the lb service: published on listenPort, it
+// forwards to every replica on listenPort and waits for them.
+func checkLoadBalancer(t *testing.T, c composeFile, listenPort int) {
+	t.Helper()
+	lb := c.Services["lb"]
+	if !slices.Contains(lb.Ports, fmt.Sprintf("%d:%d", listenPort, listenPort)) {
+		t.Errorf("lb ports %v, want %d published", lb.Ports, listenPort)
+	}
+	if from, _ := flagValue(lb.Command, "from"); from != fmt.Sprintf(":%d", listenPort) {
+		t.Errorf("lb --from %q, want :%d (plain HTTP on the published port)", from, listenPort)
+	}
+	var want []string
+	for _, name := range replicaNames {
+		want = append(want, fmt.Sprintf("%s:%d", name, listenPort))
+		if _, ok := lb.DependsOn[name]; !ok {
+			t.Errorf("lb does not wait for %s", name)
+		}
+	}
+	if to := flagValues(lb.Command, "to"); !slices.Equal(to, want) {
+		t.Errorf("lb --to %v, want the replicas %v", to, want)
+	}
+	if slices.Contains(lb.Command, "--change-host-header") {
+		t.Error("lb must pass the Host header through")
+	}
+}
+
+// checkRealmLogout checks the realm's logout settings of the proxy's
+// client against the compose file and the proxy's configuration:
+// back-channel logout through the load balancer with the session (sid)
+// required, and the post-logout redirect URI registered.
+func checkRealmLogout(t *testing.T, c composeFile, web realmClient, cfg proxyFile, listenPort int) {
+	t.Helper()
+	if web.FrontchannelLogout {
+		t.Error("client shortener: front-channel logout on; idp-proxy takes Keycloak's back-channel logout")
+	}
+	bu, err := url.Parse(web.Attributes["backchannel.logout.url"])
+	if err != nil || bu.Scheme != "http" {
+		t.Fatalf("client shortener: backchannel.logout.url %q", web.Attributes["backchannel.logout.url"])
+	}
+	if want := strings.TrimSuffix(cfg.IDP.AuthPrefix, "/") + "/backchannel-logout"; bu.Path != want {
+		t.Errorf("backchannel.logout.url path %s, want %s", bu.Path, want)
+	}
+	if _, ok := c.Services[bu.Hostname()]; bu.Hostname() != "lb" || !ok || bu.Port() != strconv.Itoa(listenPort) {
+		t.Errorf("backchannel.logout.url %s: want the load balancer (lb:%d) as Keycloak reaches it", bu, listenPort)
+	}
+	if web.Attributes["backchannel.logout.session.required"] != "true" {
+		t.Error("client shortener: backchannel.logout.session.required must be true (logout tokens name the sid)")
+	}
+	pl := cfg.Session.PostLogoutRedirectURI
+	registered := false
+	for _, pattern := range strings.Split(web.Attributes["post.logout.redirect.uris"], "##") {
+		if pattern == pl || strings.HasSuffix(pattern, "*") && strings.HasPrefix(pl, strings.TrimSuffix(pattern, "*")) {
+			registered = true
+		}
+	}
+	if pl == "" || !registered {
+		t.Errorf("session.post_logout_redirect_uri %q not in the realm's post.logout.redirect.uris %q", pl, web.Attributes["post.logout.redirect.uris"])
+	}
+}
+
+// flagValues returns every value of a repeated --name flag in args.
+func flagValues(args []string, name string) []string {
+	var out []string
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			out = append(out, v)
+		} else if a == "--"+name && i+1 < len(args) {
+			out = append(out, args[i+1])
+		}
+	}
+	return out
 }

@@ -116,9 +116,16 @@ type proxyFile struct {
 		Realm             string   `json:"realm"`
 		ClientID          string   `json:"client_id"`
 		RedirectURI       string   `json:"redirect_uri"`
+		AuthPrefix        string   `json:"auth_prefix"`
 		OptionalAudiences []string `json:"optional_audiences"`
 		SessionSecretFile string   `json:"session_secret_file"`
 	} `json:"idp"`
+	Session struct {
+		Enabled               bool   `json:"enabled"`
+		Store                 string `json:"store"`
+		RedisURL              string `json:"redis_url"`
+		PostLogoutRedirectURI string `json:"post_logout_redirect_uri"`
+	} `json:"session"`
 	Server struct {
 		DrainDelay      string `json:"drain_delay"`
 		ShutdownTimeout string `json:"shutdown_timeout"`

@@ -21,10 +21,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ProxyAddr, "proxy-addr", "127.0.0.1:4180", "address of idp-proxy")
 	fs.StringVar(&o.OpsAddr, "ops-addr", "127.0.0.1:9180", "address of idp-proxy's /healthz, /readyz and /metrics")
 	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir, `directory of the shortener's bbolt file, or "memory:"`)
+	sessions := fs.Bool("sessions", true, "browser sessions: a browser is signed in and brought back (false: the API mode, where /auth/callback answers the token document)")
 	verbose := fs.Bool("v", false, "log every request and component message to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	o.NoSessions = !*sessions
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelInfo

@@ -50,6 +50,10 @@ type Options struct {
 	// DataDir holds the shortener's bbolt file; "memory:" keeps links in
 	// memory only. ["data/demo"]
 	DataDir string
+	// NoSessions runs the proxy without browser sessions (the API mode:
+	// the login callback answers the JSON token document, and a browser
+	// gets 401 instead of the sign-in redirect). [false: sessions on]
+	NoSessions bool
 	// Logger receives the components' logs. [discard]
 	Logger *slog.Logger
 	// Out receives the banner with the URLs and curl commands. [discard]
@@ -145,6 +149,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	svc, err := shortener.New(store, shortener.Options{
 		BaseURL: proxyURL, // short links are followed through the proxy
 		Owner:   shortener.OwnerFromHeader(identityHeader),
+		Page:    true, // the web page at GET /, behind the sign-in
 		Logger:  log.With("component", "shortener"),
 	})
 	if err != nil {
@@ -164,6 +169,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		RedirectURI:       proxyURL + "/auth/callback",
 		SessionSecret:     []byte(hex.EncodeToString(secret)),
 		OptionalAudiences: []string{ServiceClientID},
+		Session:           sessionConfig(o.NoSessions),
 		Logger:            log.With("component", "idp-proxy"),
 	})
 	if err != nil {
@@ -173,11 +179,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	cfg := proxy.DefaultConfig()
 	cfg.Upstream.URL = "http://" + shortLn.Addr().String()
 	cfg.Headers.User = identityHeader
-	cfg.Routes = []proxy.RouteConfig{
-		{Match: "GET /health", Public: true},
-		{Match: "GET /{code}", Public: true},
-		{Match: "POST /shorten", Roles: []string{CreatorRole}},
-	}
+	cfg.Routes = Routes()
 	px, err := proxy.New(plugin, cfg, proxy.Options{
 		Logger:    log.With("component", "idp-proxy"),
 		AccessLog: log.With("component", "idp-proxy", "log", "access"),
@@ -200,7 +202,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		TokenURL:  provider.TokenURL(),
 		Store:     storeDesc,
 	}
-	printBanner(o.Out, ep, px.Table())
+	printBanner(o.Out, ep, px.Table(), !o.NoSessions)
 	if o.Ready != nil {
 		o.Ready(ep)
 	}
@@ -209,6 +211,34 @@ func Run(ctx context.Context, o Options) (err error) {
 		server.Listener{Name: "idp-proxy", Listener: proxyLn, Handler: px},
 		server.Listener{Name: "idp-proxy-ops", Listener: opsLn, Handler: px.OpsHandler()},
 	)
+}
+
+// Routes are the demo proxy's rules (examples/demo-proxy.yaml has the
+// same): the shortener's page and its assets need a signed-in user (any
+// valid token: a browser is sent to the sign-in), short links and the
+// health check are public, creating a link (POST /shorten, or POST /links
+// from the page) needs the realm role creator, and everything else (the
+// rest of the /links API the page calls) any valid token.
+func Routes() []proxy.RouteConfig {
+	return []proxy.RouteConfig{
+		{Match: "GET /health", Public: true},
+		{Match: "GET /{$}"},
+		{Match: "GET /assets/"},
+		{Match: "GET /{code}", Public: true},
+		{Match: "POST /shorten", Roles: []string{CreatorRole}},
+		{Match: "POST /links", Roles: []string{CreatorRole}},
+	}
+}
+
+// sessionConfig is the demo's browser sessions: the cookie store (one
+// process), a sign-out that ends at the provider's "You are logged out"
+// page (the development provider would sign alice in again at once on
+// any page of the app). nil with noSessions.
+func sessionConfig(noSessions bool) *idp.SessionConfig {
+	if noSessions {
+		return nil
+	}
+	return &idp.SessionConfig{}
 }
 
 func openStore(dir string) (shortener.Store, string, error) {
@@ -223,11 +253,11 @@ func openStore(dir string) (shortener.Store, string, error) {
 	return st, "bbolt " + path, nil
 }
 
-func printBanner(w io.Writer, ep Endpoints, table string) {
+func printBanner(w io.Writer, ep Endpoints, table string, sessions bool) {
 	fmt.Fprintf(w, `
 idp-proxy demo: everything runs on loopback. Ctrl-C stops it.
 
-  identity provider  %[1]s/realms/%[2]s   (development only; /auth/login logs you in as alice)
+  identity provider  %[1]s/realms/%[2]s   (development only: signs alice in without a form)
   idp-proxy          %[3]s   (operations: %[4]s/healthz, /readyz, /metrics)
   shortener          %[5]s   (the upstream; links in %[6]s)
 
@@ -246,8 +276,17 @@ curl -si %[3]s/CODE
 
 # Without a token the proxy answers 401, and the shortener never sees the request:
 curl -si -X POST %[3]s/shorten -H 'Content-Type: application/json' -d '{"url":"https://example.com/"}'
-
-# Browser login (authorization code + PKCE): open %[3]s/auth/login
 `, ep.Provider, Realm, ep.Proxy, ep.Ops, ep.Shortener, ep.Store, table,
 		ServiceClientID, ServiceClientSecret, ep.TokenURL, CreatorRole)
+	if sessions {
+		fmt.Fprintf(w, `
+# Browser: open %[1]s/ : the proxy sends you through the provider's sign-in
+# (the development provider signs alice in without a form) and back to the
+# shortener's page. %[1]s/auth/logout signs you out.
+`, ep.Proxy)
+		return
+	}
+	fmt.Fprintf(w, `
+# Browser login (authorization code + PKCE, no sessions): open %[1]s/auth/login
+`, ep.Proxy)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -12,41 +13,72 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
 )
 
+// startDemo runs the demo on free ports until the test ends and returns
+// its endpoints, the banner, and stop (which cancels Run and waits for it).
+func startDemo(t *testing.T, o Options) (Endpoints, *bytes.Buffer, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	ready := make(chan Endpoints, 1)
+	done := make(chan error, 1)
+	var banner bytes.Buffer
+	o.ProviderAddr, o.ShortenerAddr, o.ProxyAddr, o.OpsAddr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	o.Out, o.Ready = &banner, func(ep Endpoints) { ready <- ep }
+	go func() { done <- Run(ctx, o) }()
+	var ep Endpoints
+	select {
+	case ep = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("Run: %v", err)
+	case <-time.After(20 * time.Second):
+		cancel()
+		t.Fatal("demo not ready after 20s")
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run after cancel: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("demo did not stop")
+		}
+	}
+	t.Cleanup(stop)
+	return ep, &banner, stop
+}
+
 // TestDemoFlow runs the demo on free ports and walks the banner's commands:
 // a service token from the token endpoint, a link created through the
-// proxy, the redirect, a 401 without a token, a browser-style login, and a
+// proxy, the redirect, a 401 without a token; then a browser opening the
+// proxy's / (sign-in through the development provider and back to the
+// shortener's page, a link created with the session, sign-out), and a
 // clean stop that leaves the link in the bbolt file.
 func TestDemoFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole stack")
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(t.Context())
-	ready := make(chan Endpoints, 1)
-	done := make(chan error, 1)
-	var banner bytes.Buffer
-	go func() {
-		done <- Run(ctx, Options{
-			ProviderAddr: "127.0.0.1:0", ShortenerAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0",
-			DataDir: dir, Out: &banner, Ready: func(ep Endpoints) { ready <- ep },
-		})
-	}()
-	var ep Endpoints
-	select {
-	case ep = <-ready:
-	case err := <-done:
-		t.Fatalf("Run: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("demo not ready after 20s")
-	}
-	for _, want := range []string{ep.Proxy + "/shorten", ep.TokenURL, "client_id=" + ServiceClientID, ep.Proxy + "/auth/login"} {
+	ep, banner, stop := startDemo(t, Options{DataDir: dir})
+	for _, want := range []string{ep.Proxy + "/shorten", ep.TokenURL, "client_id=" + ServiceClientID, "open " + ep.Proxy + "/ ", ep.Proxy + "/auth/logout"} {
 		if !strings.Contains(banner.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner.String())
 		}
@@ -106,22 +138,72 @@ func TestDemoFlow(t *testing.T) {
 		t.Fatalf("no token: %d", resp.StatusCode)
 	}
 
-	// Browser-style login: the development provider logs alice in.
-	jar, _ := cookiejar.New(nil)
-	browser := &http.Client{Jar: jar}
-	resp, err = browser.Get(ep.Proxy + "/auth/login")
+	// A browser opens the proxy's /: sent to the sign-in, signed in by the
+	// development provider, brought back to the shortener's page.
+	br := newBrowser(t)
+	resp = br.navigate(t, ep.Proxy+"/")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.String() != ep.Proxy+"/" ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("open %s/: %d %s at %s:\n%.300s", ep.Proxy, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Request.URL, body)
+	}
+	if want := []string{"/auth/login", "/realms/" + Realm + "/protocol/openid-connect/auth", "/auth/callback", "/"}; !slices.Equal(br.hops, want) {
+		t.Errorf("sign-in redirects %v, want %v", br.hops, want)
+	}
+	if !br.hasCookie(ep.Proxy, "idp_session") {
+		t.Fatal("no session cookie after the sign-in")
+	}
+	if a := br.get(t, ep.Proxy+"/assets/app.js"); a != http.StatusOK {
+		t.Errorf("GET /assets/app.js with the session: %d", a)
+	}
+	// The session works for the page's API calls as well.
+	req, _ := http.NewRequest("POST", ep.Proxy+"/shorten", strings.NewReader(`{"url":"https://example.com/alice"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = br.c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct {
-		AccessToken string `json:"access_token"`
-		IDToken     string `json:"id_token"`
+	decode(t, resp, http.StatusCreated, &link)
+	// Without a session the page and its assets are refused (401: not
+	// navigations), and short links stay public.
+	for _, path := range []string{"/", "/assets/app.js"} {
+		resp, err := http.Get(ep.Proxy + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without a session: %d, want 401", path, resp.StatusCode)
+		}
 	}
-	decode(t, resp, http.StatusOK, &doc)
-	if doc.AccessToken == "" || doc.IDToken == "" {
-		t.Fatalf("token document: %+v", doc)
+	if resp, err := noRedirect.Get(link.ShortURL); err != nil || resp.StatusCode != http.StatusFound {
+		t.Fatalf("GET %s without a session: %v %v", link.ShortURL, resp, err)
+	} else {
+		resp.Body.Close()
 	}
-	decode(t, shorten(doc.AccessToken, "https://example.com/alice"), http.StatusCreated, &link)
+	// Sign-out: through the provider's end-session endpoint; afterwards
+	// the page sends the browser to the sign-in again.
+	resp = br.navigate(t, ep.Proxy+"/auth/logout")
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "logged out") ||
+		!strings.HasPrefix(resp.Request.URL.String(), ep.Provider+"/realms/"+Realm+"/protocol/openid-connect/logout") {
+		t.Errorf("sign-out ended at %s (%d): %s", resp.Request.URL, resp.StatusCode, body)
+	}
+	if br.hasCookie(ep.Proxy, "idp_session") {
+		t.Error("the session cookie survived the sign-out")
+	}
+	req, _ = http.NewRequest("GET", ep.Proxy+"/", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err = (&http.Client{Jar: br.c.Jar, CheckRedirect: noRedirect.CheckRedirect}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/auth/login?return_to=%2F" {
+		t.Errorf("after the sign-out GET / answered %d %q, want 302 to the sign-in", resp.StatusCode, loc)
+	}
 
 	// Operations endpoint.
 	resp, err = http.Get(ep.Ops + "/readyz")
@@ -133,15 +215,7 @@ func TestDemoFlow(t *testing.T) {
 		t.Errorf("/readyz: %d", resp.StatusCode)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run after cancel: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("demo did not stop")
-	}
+	stop()
 	st, err := boltstore.Open(filepath.Join(dir, "shortener.db"), boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +225,97 @@ func TestDemoFlow(t *testing.T) {
 	if err != nil || l.URL != "https://example.com/alice" || l.CreatedBy == "" {
 		t.Fatalf("after restart: %+v, %v", l, err)
 	}
+}
+
+// TestDemoAPIMode: with -sessions=false the login callback answers the
+// token document (README, "Login routes") and a browser gets 401.
+func TestDemoAPIMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole stack")
+	}
+	ep, banner, _ := startDemo(t, Options{DataDir: "memory:", NoSessions: true})
+	if !strings.Contains(banner.String(), "open "+ep.Proxy+"/auth/login") {
+		t.Errorf("banner lacks the login route:\n%s", banner)
+	}
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar}).Get(ep.Proxy + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		AccessToken string `json:"access_token"`
+		IDToken     string `json:"id_token"`
+	}
+	decode(t, resp, http.StatusOK, &doc)
+	if doc.AccessToken == "" || doc.IDToken == "" {
+		t.Fatalf("token document: %+v", doc)
+	}
+	br := newBrowser(t)
+	resp = br.navigate(t, ep.Proxy+"/")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || len(br.hops) != 0 {
+		t.Fatalf("a browser without sessions: %d after %v, want 401 at once", resp.StatusCode, br.hops)
+	}
+}
+
+// browser is an HTTP client that behaves like a browser navigating: a
+// cookie jar, Accept: text/html on every request, redirects followed and
+// recorded (their paths).
+type browser struct {
+	c    *http.Client
+	hops []string
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &browser{}
+	b.c = &http.Client{Jar: jar, Timeout: 10 * time.Second, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if len(via) > 10 {
+			return errors.New("too many redirects")
+		}
+		b.hops = append(b.hops, r.URL.Path)
+		return nil
+	}}
+	return b
+}
+
+// navigate GETs url as a browser's navigation and follows the redirects.
+func (b *browser) navigate(t *testing.T, target string) *http.Response {
+	t.Helper()
+	b.hops = nil
+	req, _ := http.NewRequest("GET", target, nil)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	req.Header.Set("Sec-Fetch-Mode", "navigate")
+	resp, err := b.c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	return resp
+}
+
+// get GETs url as a page's subresource and returns the status.
+func (b *browser) get(t *testing.T, target string) int {
+	t.Helper()
+	resp, err := b.c.Get(target)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (b *browser) hasCookie(base, name string) bool {
+	u, _ := url.Parse(base)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func TestPortInUseNamesTheFlag(t *testing.T) {
@@ -210,5 +375,26 @@ func readmeCommands(t *testing.T, ep Endpoints) {
 	out := run("verify", "-c", "examples/demo-proxy.yaml", "--request", "POST /shorten", token)
 	if !strings.Contains(out, `"decision": "allowed"`) {
 		t.Errorf("verify --request POST /shorten:\n%s", out)
+	}
+	// The page needs any valid token.
+	if out := run("verify", "-c", "examples/demo-proxy.yaml", "--request", "GET /", token); !strings.Contains(out, `"decision": "allowed"`) {
+		t.Errorf("verify --request GET /:\n%s", out)
+	}
+}
+
+// The example file the README's commands use has the demo's rules.
+func TestExampleFileHasTheDemoRules(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "demo-proxy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Routes []proxy.RouteConfig `yaml:"routes"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f.Routes, Routes()) {
+		t.Errorf("examples/demo-proxy.yaml routes %+v\nthe demo's %+v", f.Routes, Routes())
 	}
 }

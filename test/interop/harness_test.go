@@ -280,6 +280,11 @@ type providerOptions struct {
 	Port         int      // 0: a free one
 	KeysFile     string   // "": keys in memory
 	RedirectURIs []string // redirect URIs of client shortener
+	// PostLogoutRedirectURIs of client shortener ("<origin>/" of each
+	// redirect URI when empty).
+	PostLogoutRedirectURIs []string
+	AccessTokenTTL         int    // seconds; 0: the provider's default (300)
+	BackchannelLogoutURI   string // client shortener's back-channel logout URI
 }
 
 // startProvider runs provider/server.mjs and waits for its readiness line.
@@ -291,6 +296,15 @@ func startProvider(t *testing.T, o providerOptions) *provider {
 	}
 	for _, u := range o.RedirectURIs {
 		args = append(args, "--redirect-uri", u)
+	}
+	for _, u := range o.PostLogoutRedirectURIs {
+		args = append(args, "--post-logout-redirect-uri", u)
+	}
+	if o.AccessTokenTTL > 0 {
+		args = append(args, "--access-token-ttl", strconv.Itoa(o.AccessTokenTTL))
+	}
+	if o.BackchannelLogoutURI != "" {
+		args = append(args, "--backchannel-logout-uri", o.BackchannelLogoutURI)
 	}
 	cmd := exec.Command("node", args...)
 	cmd.Dir = filepath.Join(repoRoot, "test", "interop", "provider")
