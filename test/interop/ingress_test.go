@@ -142,7 +142,7 @@ func rawGet(t *testing.T, hostport, method, target string, hdr map[string]string
 }
 
 func TestIngressForwardAuth(t *testing.T) {
-	requireTools(t, needProvider)
+	requireTools(t, needProvider|needBrowser)
 	nginxBin := ingressBin(t, "nginx")
 	caddyBin := ingressBin(t, "caddy")
 	port := func() string { return "127.0.0.1:" + strconv.Itoa(freePort(t)) }
@@ -151,7 +151,7 @@ func TestIngressForwardAuth(t *testing.T) {
 	p := startProvider(t, providerOptions{RedirectURIs: []string{
 		"http://" + nginxPorts.front + "/auth/callback", "http://" + caddyPorts.front + "/auth/callback", unusedRedirect,
 	}})
-	app, _ := startShortener(t, "--trust-identity-headers")
+	app, _ := startShortener(t, "--trust-identity-headers", "--page")
 	nginxPorts.app = strings.TrimPrefix(app, "http://")
 	caddyPorts.app = nginxPorts.app
 	startForwardAuth(t, p, nginxPorts)
@@ -240,5 +240,28 @@ func TestIngressForwardAuth(t *testing.T) {
 				}
 			}
 		})
+	}
+
+	// Browser sign-in through each ingress (session mode): the page needs
+	// a token, so the browser goes to the provider's login page and comes
+	// back to the shortener's page, served through the ingress.
+	for name, ports := range map[string]ingressPorts{"nginx": nginxPorts, "caddy": caddyPorts} {
+		base := "http://" + ports.front
+		obs := runBrowser(t, []browserStep{
+			{Do: "goto", URL: base + "/"},
+			{Do: "login", Username: "alice", Password: alicePassword},
+			{Do: "reload"},
+		})
+		if !strings.HasPrefix(obs[0].URL, p.Issuer) || !obs[0].LoginForm {
+			t.Errorf("%s: the page without a session did not lead to the provider's login form: at %s%s", name, obs[0].URL, obs[0].docChain())
+		}
+		for i, o := range obs[1:] {
+			if o.URL != base+"/" || o.Status != http.StatusOK || o.Title != "Short links" {
+				t.Errorf("%s, step %d: at %s (%d, title %q), want the shortener's page at %s/%s", name, i+1, o.URL, o.Status, o.Title, base, o.docChain())
+			}
+		}
+		if found, httpOnly := obs[2].cookie("idp_session"); !found || !httpOnly {
+			t.Errorf("%s: session cookie present=%v HttpOnly=%v", name, found, httpOnly)
+		}
 	}
 }
