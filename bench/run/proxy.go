@@ -25,11 +25,14 @@ func (h *harness) proxyGroups() (proxy, tokens []string) {
 }
 
 // proxyPhase measures the upstream directly, the bare proxy and idp-proxy
-// (groups "proxy cN"), then idp-proxy with many distinct tokens against the
-// naive checker and oauth2-proxy (groups "tokens ...", tokens.go).
+// (groups "proxy cN"), then nginx with and without idp-proxy's forward-auth
+// against idp-proxy (groups "ingress cN", ingress.go), then idp-proxy with
+// many distinct tokens against the naive checker and oauth2-proxy (groups
+// "tokens ...", tokens.go).
 func (h *harness) proxyPhase(ctx context.Context) error {
 	proxyNames, tokenNames := h.proxyGroups()
-	if !h.selectsAny(proxyNames) && !h.selectsAny(tokenNames) {
+	ingressNames := h.ingressGroups()
+	if !h.selectsAny(proxyNames) && !h.selectsAny(tokenNames) && !h.selectsAny(ingressNames) {
 		return nil
 	}
 	var procs []*proc
@@ -95,6 +98,9 @@ func (h *harness) proxyPhase(ctx context.Context) error {
 		}
 		h.runGroup(ctx, fmt.Sprintf("proxy c%d", conns), cases, procs, upURL)
 	}
+	if h.selectsAny(ingressNames) {
+		h.ingressPhase(ctx, upAddr, ip, procs)
+	}
 	if h.selectsAny(tokenNames) {
 		if ip == nil {
 			h.rep.note("issue 16 (tokens) groups skipped: idp-proxy is not running")
@@ -117,11 +123,13 @@ type tokens struct {
 
 // idpProxy is a running idp-proxy.
 type idpProxy struct {
-	url     string // listener
-	metrics string // ops listener's /metrics
-	issuer  string // the provider's
-	cache   int    // verified_cache_size set in its configuration, 0: its default
-	tok     *tokens
+	url      string // listener
+	metrics  string // ops listener's /metrics
+	issuer   string // the provider's
+	provider string // the provider's base URL (idp.server_url)
+	realm    string
+	cache    int // verified_cache_size set in its configuration, 0: its default
+	tok      *tokens
 }
 
 // startIDPProxy starts the provider (minting max(1,000, distinct) valid and
@@ -179,20 +187,20 @@ func (h *harness) startIDPProxy(ctx context.Context, upURL, tokDir string, disti
 			return nil, err
 		}
 	}
-	ip := &idpProxy{issuer: info.Issuer, tok: tok}
+	ip := &idpProxy{issuer: info.Issuer, provider: info.URL, realm: info.Realm, tok: tok}
 	if distinct > 0 {
 		ip.cache = h.o.cacheSz // only for the tokens groups (-smoke: a small one)
 	}
 	if ip.issuer == "" {
 		ip.issuer = strings.TrimRight(info.URL, "/") + "/realms/" + info.Realm
 	}
-	px, err := h.runIDPProxy(upURL, info.URL, info.Realm, ip)
+	px, err := h.runIDPProxy(upURL, ip)
 	if err != nil && ip.cache > 0 && strings.Contains(err.Error(), "verified_cache_size") {
 		// An idp-proxy without the key: run it with its default cache.
 		h.rep.note("idp-proxy refused idp.verified_cache_size (%s): run with its default cache, so the tokens/cache ratio is not the intended one",
 			lineWith(err.Error(), "verified_cache_size"))
 		ip.cache = 0
-		px, err = h.runIDPProxy(upURL, info.URL, info.Realm, ip)
+		px, err = h.runIDPProxy(upURL, ip)
 	}
 	if err != nil {
 		return nil, err
@@ -204,7 +212,7 @@ func (h *harness) startIDPProxy(ctx context.Context, upURL, tokDir string, disti
 // runIDPProxy writes idp-proxy's configuration and runs it, and checks it
 // forwards a valid token and rejects invalid ones; it sets ip.url and
 // ip.metrics.
-func (h *harness) runIDPProxy(upURL, providerURL, realm string, ip *idpProxy) (*proc, error) {
+func (h *harness) runIDPProxy(upURL string, ip *idpProxy) (*proc, error) {
 	addr, err := h.freeAddr()
 	if err != nil {
 		return nil, err
@@ -218,29 +226,7 @@ func (h *harness) runIDPProxy(upURL, providerURL, realm string, ip *idpProxy) (*
 		cacheLine = fmt.Sprintf("\n  verified_cache_size: %d", ip.cache)
 	}
 	cfgPath := filepath.Join(h.o.work, "idp-proxy.yaml")
-	cfg := fmt.Sprintf(`# written by bench/run
-listen: %q
-metrics_listen: %q
-upstream:
-  url: %q
-  max_idle_conns_per_host: 1024
-idp:
-  server_url: %q
-  realm: %q
-  client_id: bench
-  optional_audiences: [account]%s
-routes:
-  - match: /public/
-    public: true
-  - match: /api/
-    roles: [bench-user]
-default_policy: deny
-server:
-  drain_delay: 1ms # no 5 s drain when the harness stops it
-log:
-  format: json
-  level: warn
-`, addr, maddr, upURL, providerURL, realm, cacheLine)
+	cfg := idpProxyYAML(addr, maddr, fmt.Sprintf("upstream:\n  url: %q\n  max_idle_conns_per_host: 1024\n", upURL), cacheLine, ip)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err
 	}
@@ -272,6 +258,33 @@ log:
 		ip.metrics = ""
 	}
 	return px, nil
+}
+
+// idpProxyYAML is the harness's idp-proxy configuration: listener and ops
+// listener, the given upstream (and forward_auth) sections, ip's
+// provider, the rules (/public/ public, /api/ for the role bench-user,
+// everything else denied); idpExtra is appended to the idp section.
+func idpProxyYAML(listen, metrics, sections, idpExtra string, ip *idpProxy) string {
+	return fmt.Sprintf(`# written by bench/run
+listen: %q
+metrics_listen: %q
+%sidp:
+  server_url: %q
+  realm: %q
+  client_id: bench
+  optional_audiences: [account]%s
+routes:
+  - match: /public/
+    public: true
+  - match: /api/
+    roles: [bench-user]
+default_policy: deny
+server:
+  drain_delay: 1ms # no 5 s drain when the harness stops it
+log:
+  format: json
+  level: warn
+`, listen, metrics, sections, ip.provider, ip.realm, idpExtra)
 }
 
 // lineWith returns the first line of s that contains sub, trimmed.

@@ -139,6 +139,7 @@ func (r *report) summarize() {
 	}
 	r.ratiosAndTargets()
 	r.issue16()
+	r.ingressRatios()
 }
 
 func (r *report) find(group, c string) (summary, bool) {
@@ -321,6 +322,7 @@ func (r *report) markdown(o options, png string) string {
 	}
 	p("")
 	r.issue16Markdown(p)
+	r.ingressMarkdown(p)
 	p("## Ratios (requests/s, medians)")
 	p("")
 	p("| ratio | value |")

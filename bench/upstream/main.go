@@ -1,7 +1,11 @@
 // Command upstream is the benchmark's origin server: it answers every
 // request with a small 200 body and counts the requests it serves, so that
 // the harness can check that rejected requests never reach it
-// (GET /__bench/hits returns the count and is not counted).
+// (GET /__bench/hits returns the count and is not counted). Under /api/,
+// so that proxies apply their protected rule to it, GET
+// /api/__bench/identity answers with the identity headers it received
+// (X-Auth-Request-User, X-Auth-Request-Roles), one per line, for the
+// harness to check that they reach the upstream.
 //
 //	go run ./bench/upstream -listen 127.0.0.1:9000
 package main
@@ -29,6 +33,10 @@ func main() {
 			return
 		}
 		hits.Add(1)
+		if r.URL.Path == "/api/__bench/identity" {
+			_, _ = w.Write([]byte("user=" + r.Header.Get("X-Auth-Request-User") + "\nroles=" + r.Header.Get("X-Auth-Request-Roles") + "\n"))
+			return
+		}
 		hdr := w.Header()
 		hdr["Content-Type"] = []string{"application/json"}
 		hdr["Content-Length"] = []string{bodyLen}
