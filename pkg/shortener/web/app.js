@@ -83,7 +83,8 @@
     li.appendChild(p);
     li.appendChild(el("p", "target", link.url));
     const meta = el("p", "meta");
-    const visits = link.visits + (link.max_visits ? " of " + link.max_visits : "") + (link.visits === 1 ? " visit" : " visits");
+    const counted = link.max_visits || link.visits;
+    const visits = link.visits + (link.max_visits ? " of " + link.max_visits : "") + (counted === 1 ? " visit" : " visits");
     meta.textContent = visits + " · created " + fmtDate(link.created_at) + (link.expires_at ? " · expires " + fmtDate(link.expires_at) : "");
     if (link.status !== "active") {
       const b = el("span", "badge gone", link.status);
