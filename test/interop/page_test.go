@@ -1,8 +1,6 @@
 package interop_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -208,32 +206,13 @@ func (o pageObservation) docChain() string {
 // returns one observation per step.
 func runPage(t *testing.T, steps []pageStep) []pageObservation {
 	t.Helper()
-	arg, err := json.Marshal(map[string]any{
-		"chromium": chromiumPath(), "timeoutMs": 20000,
-		"viewport": map[string]int{"width": 1000, "height": 720}, "steps": steps,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("browser", "page.mjs"), string(arg))
-	cmd.Dir = filepath.Join(repoRoot, "test", "interop")
-	cmd.WaitDelay = 5 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("browser run failed: %v\n%s", err, tail(stderr.String(), 6000))
-	}
-	t.Logf("browser (%s):\n%s", time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(stderr.String()))
 	var res struct {
 		Observations []pageObservation `json:"observations"`
 	}
-	if err := json.Unmarshal(stdout, &res); err != nil {
-		t.Fatalf("browser output %q: %v", stdout, err)
-	}
+	runScript(t, "page.mjs", map[string]any{
+		"chromium": chromiumPath(), "timeoutMs": 20000,
+		"viewport": map[string]int{"width": 1000, "height": 720}, "steps": steps,
+	}, 90*time.Second, &res)
 	if len(res.Observations) != len(steps) {
 		t.Fatalf("browser: %d observations for %d steps", len(res.Observations), len(steps))
 	}

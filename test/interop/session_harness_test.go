@@ -289,29 +289,10 @@ func (o observation) docChain() string {
 // step.
 func runBrowser(t *testing.T, steps []browserStep) []observation {
 	t.Helper()
-	arg, err := json.Marshal(map[string]any{"chromium": chromiumPath(), "timeoutMs": 30000, "steps": steps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join("browser", "session.mjs"), string(arg))
-	cmd.Dir = filepath.Join(repoRoot, "test", "interop")
-	cmd.WaitDelay = 5 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	start := time.Now()
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("browser run failed: %v\n%s", err, tail(stderr.String(), 6000))
-	}
-	t.Logf("browser (%s):\n%s", time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(stderr.String()))
 	var res struct {
 		Observations []observation `json:"observations"`
 	}
-	if err := json.Unmarshal(stdout, &res); err != nil {
-		t.Fatalf("browser output %q: %v", stdout, err)
-	}
+	runScript(t, "session.mjs", map[string]any{"chromium": chromiumPath(), "timeoutMs": 30000, "steps": steps}, 120*time.Second, &res)
 	if len(res.Observations) != len(steps) {
 		t.Fatalf("browser: %d observations for %d steps", len(res.Observations), len(steps))
 	}
@@ -321,6 +302,33 @@ func runBrowser(t *testing.T, steps []browserStep) []observation {
 	}
 	t.Logf("documents loaded by each step (query values redacted):%s", b.String())
 	return res.Observations
+}
+
+// runScript runs node browser/SCRIPT with arg as its one JSON argument,
+// within timeout, logs what it printed on stderr, and decodes its stdout
+// (one JSON document) into out.
+func runScript(t *testing.T, script string, arg map[string]any, timeout time.Duration, out any) {
+	t.Helper()
+	a, err := json.Marshal(arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join("browser", script), string(a))
+	cmd.Dir = filepath.Join(repoRoot, "test", "interop")
+	cmd.WaitDelay = 5 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("browser run (%s) failed: %v\n%s", script, err, tail(stderr.String(), 6000))
+	}
+	t.Logf("browser %s (%s):\n%s", script, time.Since(start).Round(100*time.Millisecond), strings.TrimSpace(stderr.String()))
+	if err := json.Unmarshal(stdout, out); err != nil {
+		t.Fatalf("browser output %q: %v", stdout, err)
+	}
 }
 
 // ---------------------------------------------------------------------------
