@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"reflect"
@@ -87,6 +88,7 @@ type running struct {
 	// redis), shared by every generation; nil otherwise.
 	sessions    *redisstore.Store
 	sessionsURL string
+	pprof       bool // /debug/pprof/ on the operations listener
 }
 
 func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -145,6 +147,13 @@ func (rn *running) opsHandler() http.Handler {
 	mux.HandleFunc("GET /readyz", ready)
 	mux.HandleFunc("GET /ready", ready)
 	mux.Handle("GET /metrics", rn.metrics.Handler())
+	if rn.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, http.StatusNotFound, "operations endpoints: GET /healthz (/ping), /readyz (/ready), /metrics")
 	})
@@ -277,7 +286,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	rn := &running{metrics: proxy.NewMetrics(), log: log}
+	rn := &running{metrics: proxy.NewMetrics(), log: log, pprof: cfg.Pprof}
 	if cfg.Session.Enabled && cfg.Session.Store == config.StoreRedis {
 		octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 		rn.sessions, err = redisstore.Open(octx, cfg.Session.RedisURL, cfg.Session.RedisPrefix)

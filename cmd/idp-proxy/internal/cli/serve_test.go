@@ -378,3 +378,29 @@ func TestServeForwardAuthOnly(t *testing.T) {
 		t.Fatalf("forward-auth only, a plain request: %d, want 404", plain.StatusCode)
 	}
 }
+
+// TestServePprof: the profiler is on the operations listener only when
+// asked for, and never on the public one.
+func TestServePprof(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	for _, on := range []bool{false, true} {
+		cfg := writeConfig(t, idpSrv, "http://127.0.0.1:1", fmt.Sprintf("pprof: %v\n", on))
+		proxyAddr, opsAddr, _, _ := startServe(t, nil, "-c", cfg)
+		resp, err := http.Get("http://" + opsAddr + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if (resp.StatusCode == 200) != on {
+			t.Errorf("pprof: %v: ops listener answers /debug/pprof/ with %d", on, resp.StatusCode)
+		}
+		resp, err = http.Get("http://" + proxyAddr + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Errorf("pprof: %v: the public listener serves the profiler", on)
+		}
+	}
+}

@@ -28,6 +28,9 @@ type File struct {
 	// MetricsListen is the address of the operations listener (/healthz,
 	// /readyz, /metrics); "" disables it. ["127.0.0.1:9180"]
 	MetricsListen string `mapstructure:"metrics_listen"`
+	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
+	// the operations listener, never on the public one. [false]
+	Pprof bool `mapstructure:"pprof"`
 
 	Upstream proxy.UpstreamConfig `mapstructure:"upstream"`
 	IDP      IDP                  `mapstructure:"idp"`
