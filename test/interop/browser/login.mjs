@@ -9,42 +9,17 @@
 // Prints one JSON line on stdout with what it saw; exits 1 on any error
 // (the message on stderr). The Go test (../browser_test.go) checks the result.
 
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-
-import { chromium } from 'playwright-core';
+import { logger, withChromium } from './common.mjs';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 for (const k of ['proxy', 'username', 'password', 'url']) {
   if (!cfg[k]) throw new Error(`missing ${k} in the argument`);
 }
 const TIMEOUT = Number(cfg.timeoutMs ?? 30000);
-const log = (...a) => process.stderr.write(`[browser] ${a.join(' ')}\n`);
-
-// Flags from the machine's notes: without the networking ones Chromium keeps
-// trying to reach Google's hosts, which a closed network refuses.
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const log = logger('browser');
 
 async function main() {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'interop-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: cfg.chromium ?? '/usr/bin/chromium',
-    headless: true,
-    args: ARGS,
-    timeout: TIMEOUT,
-  });
-  try {
-    context.setDefaultTimeout(TIMEOUT);
-    const page = context.pages()[0] ?? await context.newPage();
+  await withChromium(cfg, TIMEOUT, {}, async (context, page) => {
     const out = { steps: [] };
     const step = (s) => { out.steps.push(s); log(s); };
 
@@ -109,10 +84,7 @@ async function main() {
 
     out.cookiesAfterLogout = (await context.cookies(cfg.proxy)).map((c) => c.name);
     process.stdout.write(`${JSON.stringify(out)}\n`);
-  } finally {
-    await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((err) => {

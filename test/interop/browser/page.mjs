@@ -48,44 +48,18 @@
 // error (stderr).
 
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { chromium } from 'playwright-core';
+import { logger, redactor, signIn, sleep, withChromium } from './common.mjs';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 if (!Array.isArray(cfg.steps) || cfg.steps.length === 0) throw new Error('missing steps in the argument');
 const TIMEOUT = Number(cfg.timeoutMs ?? 30000);
-const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
-const log = (...a) => process.stderr.write(`[page] ${a.join(' ')}\n`);
-
-// The same flags as login.mjs and session.mjs (see login.mjs).
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const log = logger('page');
 
 // Query parameters whose values may be reported; every other value is
 // replaced by "-" (authorization codes, states, nonces, id_token_hint).
-const SHOWN = new Set(['return_to', 'client_id', 'limit']);
-
-function redact(href) {
-  let u;
-  try {
-    u = new URL(href);
-  } catch {
-    return href;
-  }
-  for (const k of [...u.searchParams.keys()]) {
-    if (!SHOWN.has(k)) u.searchParams.set(k, '-');
-  }
-  return u.href;
-}
+const redact = redactor(['return_to', 'client_id', 'limit']);
 
 // What the shortener's page shows, read from its DOM (null on any other
 // page).
@@ -134,21 +108,13 @@ function appSettled() {
 }
 
 async function main() {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'interop-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: cfg.chromium ?? '/usr/bin/chromium',
-    headless: true,
-    args: ARGS,
-    timeout: TIMEOUT,
+  await withChromium(cfg, TIMEOUT, {
     viewport: cfg.viewport ?? { width: 1000, height: 720 },
     deviceScaleFactor: 1,
     colorScheme: 'light',
     locale: 'en-US',
     timezoneId: 'UTC',
-  });
-  try {
-    context.setDefaultTimeout(TIMEOUT);
-    const page = context.pages()[0] ?? await context.newPage();
+  }, async (context, page) => {
     const origins = new Set();
     let docs = []; // main-frame documents of the current step
     let api = []; // the page's other requests of the current step
@@ -242,17 +208,9 @@ async function main() {
           extra = { reloads };
           break;
         }
-        case 'login': {
-          await page.waitForSelector('form#kc-form-login');
-          const provider = new URL(page.url()).origin;
-          await page.fill('#username', step.username);
-          await page.fill('#password', step.password);
-          await Promise.all([
-            page.waitForURL((u) => u.origin !== provider, { waitUntil: 'load' }),
-            page.click('#kc-login'),
-          ]);
+        case 'login':
+          await signIn(page, step.username, step.password);
           break;
-        }
         case 'create': {
           await settle();
           await page.fill('#url', step.url);
@@ -336,10 +294,7 @@ async function main() {
       log(`${i} ${step.do}: ${o.status ?? '-'} ${o.url}${o.loginForm ? ' (login form)' : ''}${links}`);
     }
     process.stdout.write(`${JSON.stringify(out)}\n`);
-  } finally {
-    await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((err) => {

@@ -31,58 +31,19 @@
 // logged-out page shows, and the cookies' names and attributes (never their
 // values). One JSON line on stdout; exit 1 on any error (stderr).
 
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-
-import { chromium } from 'playwright-core';
+import { logger, redactor, signIn, sleep, withChromium } from './common.mjs';
 
 const cfg = JSON.parse(process.argv[2] ?? '{}');
 if (!Array.isArray(cfg.steps) || cfg.steps.length === 0) throw new Error('missing steps in the argument');
 const TIMEOUT = Number(cfg.timeoutMs ?? 30000);
-const log = (...a) => process.stderr.write(`[browser] ${a.join(' ')}\n`);
-
-// The same flags as login.mjs (see there).
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+const log = logger('browser');
 
 // Query parameters whose values may be reported; every other value is
 // replaced by "-" (authorization codes, states, nonces, id_token_hint).
-const SHOWN = new Set(['return_to', 'client_id', 'post_logout_redirect_uri', 'x', 'replica']);
-
-function redact(href) {
-  let u;
-  try {
-    u = new URL(href);
-  } catch {
-    return href;
-  }
-  for (const k of [...u.searchParams.keys()]) {
-    if (!SHOWN.has(k)) u.searchParams.set(k, '-');
-  }
-  return u.href;
-}
-
-const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
+const redact = redactor(['return_to', 'client_id', 'post_logout_redirect_uri', 'x', 'replica']);
 
 async function main() {
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'interop-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: cfg.chromium ?? '/usr/bin/chromium',
-    headless: true,
-    args: ARGS,
-    timeout: TIMEOUT,
-  });
-  try {
-    context.setDefaultTimeout(TIMEOUT);
-    const page = context.pages()[0] ?? await context.newPage();
+  await withChromium(cfg, TIMEOUT, {}, async (context, page) => {
     const origins = new Set();
     let docs = []; // main-frame documents of the current step
     page.on('response', (r) => {
@@ -134,17 +95,9 @@ async function main() {
         case 'reload':
           await page.reload({ waitUntil: 'load' });
           break;
-        case 'login': {
-          await page.waitForSelector('form#kc-form-login');
-          const provider = new URL(page.url()).origin;
-          await page.fill('#username', step.username);
-          await page.fill('#password', step.password);
-          await Promise.all([
-            page.waitForURL((u) => u.origin !== provider, { waitUntil: 'load' }),
-            page.click('#kc-login'),
-          ]);
+        case 'login':
+          await signIn(page, step.username, step.password);
           break;
-        }
         case 'click':
           await Promise.all([
             step.until ? landed(step.until) : page.waitForEvent('framenavigated'),
@@ -175,10 +128,7 @@ async function main() {
       log(`${i} ${step.do}: ${o.status ?? '-'} ${o.url}${o.loginForm ? ' (login form)' : ''}`);
     }
     process.stdout.write(`${JSON.stringify(out)}\n`);
-  } finally {
-    await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  }
+  });
 }
 
 main().catch((err) => {
