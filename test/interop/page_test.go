@@ -90,16 +90,12 @@ type pageLink struct {
 
 // pageObservation is what browser/page.mjs reports after a step.
 type pageObservation struct {
-	Do     string `json:"do"`
-	URL    string `json:"url"`
-	Status int    `json:"status"`
-	Title  string `json:"title"`
-	Docs   []struct {
-		Method string `json:"method"`
-		URL    string `json:"url"`
-		Status int    `json:"status"`
-	} `json:"docs"`
-	API []struct {
+	Do     string     `json:"do"`
+	URL    string     `json:"url"`
+	Status int        `json:"status"`
+	Title  string     `json:"title"`
+	Docs   loadedDocs `json:"docs"`
+	API    []struct {
 		Method      string `json:"method"`
 		Path        string `json:"path"`
 		Status      int    `json:"status"`
@@ -194,13 +190,7 @@ func (o pageObservation) loaded(method, path string, status int) bool {
 	return false
 }
 
-func (o pageObservation) docChain() string {
-	var b strings.Builder
-	for _, d := range o.Docs {
-		fmt.Fprintf(&b, "\n    %s %s -> %d", d.Method, d.URL, d.Status)
-	}
-	return b.String()
-}
+func (o pageObservation) docChain() string { return o.Docs.chain() }
 
 // runPage runs browser/page.mjs with steps in one headless Chromium and
 // returns one observation per step.

@@ -238,18 +238,14 @@ type browserStep struct {
 }
 
 type observation struct {
-	Do     string `json:"do"`
-	URL    string `json:"url"`
-	Status int    `json:"status"`
-	Title  string `json:"title"`
-	Docs   []struct {
-		Method string `json:"method"`
-		URL    string `json:"url"`
-		Status int    `json:"status"`
-	} `json:"docs"`
-	Echo      *echo `json:"echo"`
-	LoginForm bool  `json:"loginForm"`
-	LoggedOut bool  `json:"loggedOut"`
+	Do        string     `json:"do"`
+	URL       string     `json:"url"`
+	Status    int        `json:"status"`
+	Title     string     `json:"title"`
+	Docs      loadedDocs `json:"docs"`
+	Echo      *echo      `json:"echo"`
+	LoginForm bool       `json:"loginForm"`
+	LoggedOut bool       `json:"loggedOut"`
 	Cookies   []struct {
 		Name     string `json:"name"`
 		Path     string `json:"path"`
@@ -275,14 +271,24 @@ func (o observation) cookie(name string) (found, httpOnly bool) {
 	return false, false
 }
 
-// docChain is the main frame's documents of the step, one per line.
-func (o observation) docChain() string {
+// loadedDocs are the documents the main frame loaded during a step.
+type loadedDocs []struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+}
+
+// chain is the documents, one per line.
+func (d loadedDocs) chain() string {
 	var b strings.Builder
-	for _, d := range o.Docs {
-		fmt.Fprintf(&b, "\n    %s %s -> %d", d.Method, d.URL, d.Status)
+	for _, doc := range d {
+		fmt.Fprintf(&b, "\n    %s %s -> %d", doc.Method, doc.URL, doc.Status)
 	}
 	return b.String()
 }
+
+// docChain is the main frame's documents of the step, one per line.
+func (o observation) docChain() string { return o.Docs.chain() }
 
 // runBrowser runs browser/session.mjs with steps in one headless Chromium,
 // as TestBrowserLoginFlow runs login.mjs, and returns one observation per

@@ -92,6 +92,24 @@ type running struct {
 }
 
 func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g := rn.acquire()
+	defer g.inflight.Add(-1)
+	g.proxy.ServeHTTP(w, r)
+}
+
+// forwardAuth serves the forward-auth listener across reloads, counting
+// its requests on their generation like ServeHTTP.
+func (rn *running) forwardAuth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g := rn.acquire()
+		defer g.inflight.Add(-1)
+		g.proxy.ForwardAuthHandler().ServeHTTP(w, r)
+	})
+}
+
+// acquire returns the current generation with one more request counted in
+// flight; the caller subtracts it when done.
+func (rn *running) acquire() *generation {
 	for {
 		g := rn.cur.Load()
 		g.inflight.Add(1)
@@ -100,32 +118,11 @@ func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// count on the current generation instead. retire starts only
 		// after the swap, so a request counted on a still-current g
 		// holds its plugin open.
-		if rn.cur.Load() != g {
-			g.inflight.Add(-1)
-			continue
+		if rn.cur.Load() == g {
+			return g
 		}
-		defer g.inflight.Add(-1)
-		g.proxy.ServeHTTP(w, r)
-		return
+		g.inflight.Add(-1)
 	}
-}
-
-// forwardAuth serves the forward-auth listener across reloads, counting
-// its requests on their generation like ServeHTTP.
-func (rn *running) forwardAuth() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for {
-			g := rn.cur.Load()
-			g.inflight.Add(1)
-			if rn.cur.Load() != g {
-				g.inflight.Add(-1)
-				continue
-			}
-			defer g.inflight.Add(-1)
-			g.proxy.ForwardAuthHandler().ServeHTTP(w, r)
-			return
-		}
-	})
 }
 
 // opsHandler serves the operations endpoints across reloads; readiness
