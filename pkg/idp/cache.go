@@ -2,25 +2,35 @@ package idp
 
 import (
 	"crypto/sha256"
+	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // tokenCache remembers verified tokens so that a token presented again is
-// not re-verified. Entries are keyed by the SHA-256 of the token, bounded
+// not re-verified. In front of it, a small table of the tokens presented
+// recently (hotTokens) answers repeated tokens with the Identity
+// verified before, without hashing them with SHA-256. Behind it, entries
+// are keyed by the SHA-256 of the token, bounded
 // in number, never served at or past the token's exp, and belong to one
 // key-set generation: when the key material changes, the whole cache is
 // dropped.
 //
-// Memory: an entry keeps the identity without the token itself (a hit
-// re-attaches the token the request carries) and shares the strings that
-// recur between tokens (see interner), so a typical Keycloak access token
-// costs about 2 KiB of heap (TestCacheEntryFootprint); the default 10,000
-// entries about 20 MiB. The cache is split in shards, each
+// Memory and garbage collection: an entry keeps neither the token nor the
+// decoded Identity, only the verified JSON payload (a byte slice without
+// pointers, which the garbage collector marks without scanning) and its
+// exp; a hit from the shards decodes the payload again (a few
+// microseconds, against tens for a signature) and makes the token hot. A
+// typical Keycloak access token costs under 1 KiB of heap and two heap
+// objects (TestCacheEntryFootprint), so that a full cache of the default
+// 10,000 entries adds little to each garbage collection's work. The cache
+// is split in shards, each
 // with its own lock and its own share of the bound, so that eviction
 // (expired entries first, then arbitrary ones, 1/16 of a shard at a time)
 // never holds up more than a shard's readers.
 type tokenCache struct {
+	hot      hotTokens
 	nShards  int       // cacheShards, or fewer for a tiny bound
 	perShard int       // nShards × perShard ≤ the bound
 	pool     sync.Pool // *[]byte scratch for hashing without allocating
@@ -37,8 +47,8 @@ type cacheShard struct {
 }
 
 type cacheEntry struct {
-	id  *Identity // Raw is empty: the token is not kept
-	exp int64     // unix nanoseconds
+	payload []byte // the verified JSON payload (TokenPayload.Raw), shared, never modified
+	exp     int64  // unix nanoseconds
 }
 
 func newTokenCache(max int) *tokenCache {
@@ -47,6 +57,7 @@ func newTokenCache(max int) *tokenCache {
 	}
 	n := min(max, cacheShards)
 	c := &tokenCache{nShards: n, perShard: max / n}
+	c.hot.seed = maphash.MakeSeed()
 	for i := range c.shards {
 		c.shards[i].entries = make(map[[32]byte]cacheEntry)
 	}
@@ -54,39 +65,80 @@ func newTokenCache(max int) *tokenCache {
 	return c
 }
 
-func (c *tokenCache) key(raw string) ([32]byte, *cacheShard) {
+// cacheKey locates a token in the cache: its hot slot, its SHA-256 and
+// its shard. get computes it once per request; promote and putKey reuse
+// it.
+type cacheKey struct {
+	hot   *atomic.Pointer[hotEntry]
+	sum   [32]byte
+	shard *cacheShard
+}
+
+func (c *tokenCache) key(raw string) cacheKey {
+	k := cacheKey{hot: c.hot.slot(raw)}
+	c.hash(raw, &k)
+	return k
+}
+
+// hash fills in k's SHA-256 and shard.
+func (c *tokenCache) hash(raw string, k *cacheKey) {
 	bp := c.pool.Get().(*[]byte)
 	b := append((*bp)[:0], raw...)
-	sum := sha256.Sum256(b)
+	k.sum = sha256.Sum256(b)
 	*bp = b
 	c.pool.Put(bp)
-	return sum, &c.shards[int(sum[0])%c.nShards]
+	k.shard = &c.shards[int(k.sum[0])%c.nShards]
 }
 
-// get returns the identity cached for raw under key-set generation gen, or
-// nil.
-func (c *tokenCache) get(raw string, now time.Time, gen uint64) *Identity {
+// get looks raw up under key-set generation gen at now. A hit from the
+// hot table returns the Identity verified before (shared). A hit from the
+// shards returns the verified payload and its exp (unix nanoseconds) for
+// the caller to decode (and hand to promote). A miss returns neither. The
+// key is for promote and putKey.
+func (c *tokenCache) get(raw string, now time.Time, gen uint64) (id *Identity, payload []byte, exp int64, k cacheKey) {
 	if c == nil {
-		return nil
+		return nil, nil, 0, cacheKey{}
 	}
-	k, s := c.key(raw)
+	nowNs := now.UnixNano()
+	k = cacheKey{hot: c.hot.slot(raw)}
+	if id := c.hot.get(k.hot, raw, nowNs, gen); id != nil {
+		return id, nil, 0, k
+	}
+	c.hash(raw, &k)
+	s := k.shard
 	s.mu.RLock()
-	e, ok := s.entries[k]
+	e, ok := s.entries[k.sum]
 	sgen := s.gen
 	s.mu.RUnlock()
-	if !ok || sgen != gen || now.UnixNano() >= e.exp {
-		return nil
+	if !ok || sgen != gen || nowNs >= e.exp {
+		return nil, nil, 0, k
 	}
-	return &Identity{User: e.id.User, Payload: e.id.Payload, Raw: raw}
+	return nil, e.payload, e.exp, k
 }
 
-// put caches id for raw until exp, under key-set generation gen.
+// promote makes id, decoded from a payload get returned, raw's hot entry.
+func (c *tokenCache) promote(k cacheKey, id *Identity, exp int64, gen uint64) {
+	if c == nil || k.hot == nil {
+		return
+	}
+	c.hot.put(k.hot, id, exp, gen)
+}
+
+// put caches id (whose Raw is raw and whose Payload.Raw is the verified
+// payload) for raw until exp, under key-set generation gen.
 func (c *tokenCache) put(raw string, id *Identity, exp, now time.Time, gen uint64) {
 	if c == nil {
 		return
 	}
-	k, s := c.key(raw)
-	kept := &Identity{User: id.User, Payload: id.Payload}
+	c.putKey(c.key(raw), id, exp, now, gen)
+}
+
+// putKey is put with the key get returned for the token.
+func (c *tokenCache) putKey(k cacheKey, id *Identity, exp, now time.Time, gen uint64) {
+	if c == nil || k.shard == nil || id.Payload == nil || len(id.Payload.Raw) == 0 {
+		return
+	}
+	s := k.shard
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if gen != s.gen {
@@ -99,7 +151,8 @@ func (c *tokenCache) put(raw string, id *Identity, exp, now time.Time, gen uint6
 	if len(s.entries) >= c.perShard {
 		s.evictLocked(now.UnixNano(), c.perShard/16+1)
 	}
-	s.entries[k] = cacheEntry{id: kept, exp: exp.UnixNano()}
+	s.entries[k.sum] = cacheEntry{payload: id.Payload.Raw, exp: exp.UnixNano()}
+	c.hot.put(k.hot, id, exp.UnixNano(), gen)
 }
 
 // evictLocked frees room for n entries: expired entries first, then
@@ -125,6 +178,7 @@ func (c *tokenCache) reset(gen uint64) {
 	if c == nil {
 		return
 	}
+	c.hot.reset()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()

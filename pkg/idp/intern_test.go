@@ -58,31 +58,36 @@ func TestInternedClaims(t *testing.T) {
 	}
 }
 
-// The cache keeps no copy of the token: a hit hands back the token the
-// caller presented, and the bound holds across shards.
+// The shards keep neither the token nor the decoded identity, only the
+// verified payload; the bound holds across shards.
 func TestTokenCacheEntries(t *testing.T) {
 	c := newTokenCache(100)
 	now := time.Now()
-	id := &Identity{User: &User{Sub: "u"}, Payload: &TokenPayload{Subject: "u"}, Raw: "tok-1"}
+	payload := []byte(`{"sub":"u"}`)
+	id := &Identity{User: &User{Sub: "u"}, Payload: &TokenPayload{Subject: "u", Raw: payload}, Raw: "tok-1"}
 	c.put("tok-1", id, now.Add(time.Minute), now, 0)
-	shard := &c.shards[0]
+	n := 0
 	for i := range c.shards {
-		if len(c.shards[i].entries) == 1 {
-			shard = &c.shards[i]
+		for _, e := range c.shards[i].entries {
+			n++
+			if &e.payload[0] != &payload[0] {
+				t.Fatal("cache entry does not share the verified payload")
+			}
 		}
 	}
-	for _, e := range shard.entries {
-		if e.id.Raw != "" {
-			t.Fatalf("cache entry keeps the token %q", e.id.Raw)
-		}
+	if n != 1 {
+		t.Fatalf("%d entries, want 1", n)
 	}
-	presented := string([]byte("tok-1")) // another string, same token
-	got := c.get(presented, now, 0)
-	if got == nil || got.User != id.User || got.Payload != id.Payload || unsafe.StringData(got.Raw) != unsafe.StringData(presented) {
-		t.Fatalf("hit = %+v, want the cached identity with the presented token", got)
+	c.hot.reset() // the shards alone
+	got, p, exp, _ := c.get(string([]byte("tok-1")), now, 0)
+	if got != nil || string(p) != `{"sub":"u"}` || exp != now.Add(time.Minute).UnixNano() {
+		t.Fatalf("shard hit = %v, %q, %d; want the payload and exp", got, p, exp)
 	}
-	if c.get("tok-1", now.Add(time.Minute), 0) != nil {
+	if _, p, _, _ := c.get("tok-1", now.Add(time.Minute), 0); p != nil {
 		t.Fatal("served at exp")
+	}
+	if _, p, _, _ := c.get("tok-1", now, 1); p != nil {
+		t.Fatal("served under another key-set generation")
 	}
 	for i := range 1000 {
 		c.put(time.Duration(i).String(), id, now.Add(time.Minute), now, 0)

@@ -58,28 +58,37 @@ func bearerToken(h http.Header) (string, error) {
 	return checkTokenSyntax(strings.TrimLeft(tok, " "))
 }
 
-// b64token marks the bytes of RFC 6750's b64token alphabet (without "=").
-var b64token = func() (t [256]bool) {
+// b64token marks the bytes of RFC 6750's b64token alphabet (without "="):
+// 1 in, 0 out.
+var b64token = func() (t [256]uint8) {
 	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
+		t[c], t[c-'a'+'A'] = 1, 1
 	}
 	for c := '0'; c <= '9'; c++ {
-		t[c] = true
+		t[c] = 1
 	}
 	for _, c := range "-._~+/" {
-		t[c] = true
+		t[c] = 1
 	}
 	return t
 }()
 
 // checkTokenSyntax accepts RFC 6750's b64token: 1*( ALPHA / DIGIT / "-" /
-// "." / "_" / "~" / "+" / "/" ) *"=".
+// "." / "_" / "~" / "+" / "/" ) *"=". It looks at eight bytes per step
+// (one branch instead of eight: tokens are a kilobyte or more).
 func checkTokenSyntax(tok string) (string, error) {
 	if tok == "" {
 		return "", ErrNoToken
 	}
 	i := 0
-	for i < len(tok) && b64token[tok[i]] {
+	for ; i+8 <= len(tok); i += 8 {
+		b := tok[i : i+8]
+		if b64token[b[0]]&b64token[b[1]]&b64token[b[2]]&b64token[b[3]]&
+			b64token[b[4]]&b64token[b[5]]&b64token[b[6]]&b64token[b[7]] == 0 {
+			break
+		}
+	}
+	for i < len(tok) && b64token[tok[i]] == 1 {
 		i++
 	}
 	if i == 0 {

@@ -42,8 +42,19 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 		return nil, ErrUnavailable
 	}
 	now := p.cfg.Now()
-	if id := p.cache.get(raw, now, snap.gen); id != nil {
+	id, payload, exp, key := p.cache.get(raw, now, snap.gen)
+	if id != nil {
 		return id, nil
+	}
+	if payload != nil {
+		// Verified before: only the claims are decoded again (they
+		// decoded and passed every check then; time only moves on, and
+		// the cache never serves at or past exp).
+		if c, err := decodeClaims(p.intern, payload); err == nil {
+			id = &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
+			p.cache.promote(key, id, exp, snap.gen)
+			return id, nil
+		}
 	}
 	t, err := parseJWS(raw)
 	if err != nil {
@@ -70,8 +81,8 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 	if err := p.checkClaims(c, t.isATJWT()); err != nil {
 		return nil, err
 	}
-	id := &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
-	p.cache.put(raw, id, numericTime(c.exp), now, used.gen)
+	id = &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
+	p.cache.putKey(key, id, numericTime(c.exp), now, used.gen)
 	return id, nil
 }
 

@@ -13,6 +13,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +305,51 @@ func TestNoneNeverConfigurable(t *testing.T) {
 		if err == nil {
 			t.Fatalf("algorithm %q accepted", alg)
 		}
+	}
+}
+
+// A token verified again is answered from the cache, by the hot table (the
+// identity verified before) or by the shards (the payload decoded again):
+// either way the identity equals the first one, field for field.
+func TestVerifiedCacheSameIdentity(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, func(c *idp.Config) { c.VerifiedCacheSize = 1000 })
+	const n = 600 // more than the hot table's 256 slots: most answers come from the shards
+	toks := make([]string, n)
+	first := make([]*idp.Identity, n)
+	verify := func(tok string) (*idp.Identity, error) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		r, err := p.Authenticate(r)
+		if err != nil {
+			return nil, err
+		}
+		id, _ := idp.IdentityFrom(r.Context())
+		return id, nil
+	}
+	for i := range toks {
+		c := srv.UserClaims(clientID, fmt.Sprintf("user%d", i), "creator", "reader")
+		c["email"], c["email_verified"], c["name"] = fmt.Sprintf("u%d@example.com", i), true, "Ünïcode \"quoted\" name"
+		c["resource_access"] = map[string]any{clientID: map[string]any{"roles": []string{"admin"}}, "other": map[string]any{"roles": []string{"x", "y"}}}
+		toks[i] = srv.Mint(c)
+		id, err := verify(toks[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[i] = id
+	}
+	for round := range 2 {
+		for i, tok := range toks {
+			id, err := verify(tok)
+			if err != nil {
+				t.Fatalf("round %d, token %d: %v", round, i, err)
+			}
+			if id.Raw != tok || !reflect.DeepEqual(id.User, first[i].User) || !reflect.DeepEqual(id.Payload, first[i].Payload) {
+				t.Fatalf("round %d, token %d: cached identity differs:\n got %+v\n%+v\nwant %+v\n%+v", round, i, id.User, id.Payload, first[i].User, first[i].Payload)
+			}
+		}
+	}
+	if got := p.Stats().CachedTokens; got != n {
+		t.Fatalf("cached tokens = %d, want %d", got, n)
 	}
 }
