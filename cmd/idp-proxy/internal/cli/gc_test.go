@@ -30,9 +30,9 @@ func TestTuneGC(t *testing.T) {
 		cacheSize int
 		wantMiB   float64
 	}{
-		{10000, 48 + 10000*3.0/1024}, // the default cache: about 77 MiB
-		{0, 48},                      // cache disabled
-		{100000, 48 + 100000*3.0/1024},
+		{10000, 40 + 10000*1.25/1024}, // the default cache: about 52 MiB
+		{0, 40},                       // cache disabled
+		{100000, 40 + 100000*1.25/1024},
 	} {
 		tuneGC(env(nil), c.cacheSize, log)
 		if got := debug.SetGCPercent(100); got != defaultGCPercent {
