@@ -62,7 +62,7 @@ func BenchmarkHeaderRewrite(b *testing.B) {
 		for b.Loop() {
 			hdr := base.Clone()
 			h.stripAll(hdr)
-			h.setIdentity(hdr, u, "x.y.z", "Bearer x.y.z", true)
+			h.setIdentity(hdr, u, "x.y.z", []string{"Bearer x.y.z"}, true)
 		}
 	})
 	b.Run("clone-only", func(b *testing.B) { // the baseline the two above include

@@ -194,7 +194,7 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 		h["Authorization"] = []string{""}
 	}
 	if v.id != nil {
-		p.headers.setIdentity(h, v.id.User, v.id.Raw, "", v.id.Payload.EmailVerified)
+		p.headers.setIdentity(h, v.id.User, v.id.Raw, nil, v.id.Payload.EmailVerified)
 	}
 	w.WriteHeader(http.StatusOK)
 }

@@ -47,6 +47,7 @@ type headerRules struct {
 	username       string
 	email          string
 	roles          string
+	memo           *identityMemo
 }
 
 func newHeaderRules(c HeadersConfig) *headerRules {
@@ -58,6 +59,7 @@ func newHeaderRules(c HeadersConfig) *headerRules {
 		username:       canonical(c.PreferredUsername),
 		email:          canonical(c.Email),
 		roles:          canonical(c.Roles),
+		memo:           newIdentityMemo(),
 	}
 	for _, n := range strippedAlways {
 		h.strip[n] = struct{}{}
@@ -143,48 +145,38 @@ func (h *headerRules) stripAll(hdr http.Header) {
 }
 
 // setIdentity sets the identity headers and the token on hdr, which
-// stripAll has cleaned. bearer is the client's verified Authorization
-// value when it reads exactly "Bearer <raw>" (reused as is), else "".
-// The email is sent only when emailVerified (the token's email_verified
-// is true): where users may set their own address, an unverified
-// "ceo@example.com" would otherwise be vouched for by the proxy.
-func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw, bearer string, emailVerified bool) {
-	vals := new([5]string) // one allocation for every value slice below
+// stripAll has cleaned. bearer is the client's Authorization header when
+// it reads exactly "Bearer <raw>" (reused as is, see bearerValue), else
+// nil. The email is sent only when emailVerified (the token's
+// email_verified is true): where users may set their own address, an
+// unverified "ceo@example.com" would otherwise be vouched for by the
+// proxy. The values come from the memo (shared, see identityValues).
+func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw string, bearer []string, emailVerified bool) {
 	if h.forwardToken && raw != "" {
-		if bearer == "" {
-			bearer = "Bearer " + raw
+		if bearer == nil {
+			bearer = []string{"Bearer " + raw}
 		}
-		vals[0] = bearer
-		hdr["Authorization"] = vals[0:1:1]
+		hdr["Authorization"] = bearer[:1:1]
 	}
 	if u == nil {
 		return
 	}
-	set := func(i int, name, v string) {
-		if name != "" && v != "" {
-			vals[i] = headerValue(v)
-			hdr[name] = vals[i : i+1 : i+1]
+	v := h.memo.values(u, emailVerified)
+	for i, name := range [...]string{h.user, h.username, h.email, h.roles} {
+		if name != "" && v.vals[i] != "" {
+			hdr[name] = v.vals[i : i+1 : i+1]
 		}
-	}
-	set(1, h.user, u.Sub)
-	set(2, h.username, u.PreferredUsername)
-	if emailVerified {
-		set(3, h.email, u.Email)
-	}
-	if h.roles != "" && len(u.RealmRoles) > 0 {
-		vals[4] = joinRoles(u.RealmRoles)
-		hdr[h.roles] = vals[4:5:5]
 	}
 }
 
-// bearerValue returns the request's Authorization value when it is
+// bearerValue returns the request's Authorization header when it is
 // exactly "Bearer " + raw, so that forwarding it costs no allocation.
-func bearerValue(in http.Header, raw string) string {
+func bearerValue(in http.Header, raw string) []string {
 	if v := in["Authorization"]; len(v) == 1 && len(v[0]) == len("Bearer ")+len(raw) &&
 		v[0][:len("Bearer ")] == "Bearer " && v[0][len("Bearer "):] == raw {
-		return v[0]
+		return v
 	}
-	return ""
+	return nil
 }
 
 // headerValue returns v when it is printable ASCII, and otherwise its RFC
