@@ -55,8 +55,11 @@ type sample struct {
 	GCs          *int64              `json:"gc_cycles,omitempty"`              // of Proc during the run
 	CachedTokens *int64              `json:"verified_tokens_cached,omitempty"` // idp-proxy, after the run
 	Mem          map[string]memStats `json:"mem"`
-	UpstreamHits *int64              `json:"upstream_hits,omitempty"`
-	Problem      string              `json:"problem,omitempty"`
+	// CPUus is Proc's CPU time (user + system) per request during the
+	// run, in microseconds (0: unknown).
+	CPUus        float64 `json:"cpu_us_per_request,omitempty"`
+	UpstreamHits *int64  `json:"upstream_hits,omitempty"`
+	Problem      string  `json:"problem,omitempty"`
 }
 
 // tokenRing is a list of n tokens cycled from two fronts half the list
@@ -128,6 +131,18 @@ func (h *harness) measure(ctx context.Context, group string, round int, c benchC
 		resetPeak(p.pid())
 	}
 	before := settledHits(upstream)
+	var cpuProc *proc
+	for _, p := range procs {
+		if p.name == c.Proc {
+			cpuProc = p
+		}
+	}
+	cpu0 := time.Duration(-1)
+	if cpuProc != nil {
+		if t, err := cpuTime(cpuProc.pid()); err == nil {
+			cpu0 = t
+		}
+	}
 	gc0 := int64(-1)
 	if c.Metrics != "" {
 		if v, err := gcCount(c.Metrics); err == nil {
@@ -135,11 +150,20 @@ func (h *harness) measure(ctx context.Context, group string, round int, c benchC
 		}
 	}
 	res, open, err := h.drive(ctx, c, h.o.duration)
+	cpu1 := time.Duration(-1)
+	if cpu0 >= 0 {
+		if t, err := cpuTime(cpuProc.pid()); err == nil {
+			cpu1 = t
+		}
+	}
 	conns := c.Load.Conns
 	if open != nil {
 		conns = 0
 	}
 	s := sample{Group: group, Case: c.Name, Round: round, Conns: conns, Proc: c.Proc, wrkResult: res, Open: open, Mem: map[string]memStats{}}
+	if cpu1 >= 0 && res.Requests > 0 {
+		s.CPUus = float64(cpu1-cpu0) / float64(time.Microsecond) / float64(res.Requests)
+	}
 	if gc0 >= 0 {
 		if m, err := scrape(c.Metrics, metricGCCount, metricCachedToken); err == nil {
 			if v, ok := m[metricGCCount]; ok {

@@ -57,6 +57,9 @@ type summary struct {
 	GCPer1k float64 `json:"gc_per_1k_requests"`
 	// Cached is idp-proxy's number of cached tokens after the last round.
 	Cached *int64 `json:"verified_tokens_cached,omitempty"`
+	// CPUus is the median of Process's CPU time per request, in
+	// microseconds (0: unknown).
+	CPUus float64 `json:"cpu_us_per_request_median,omitempty"`
 }
 
 type ratio struct {
@@ -102,7 +105,7 @@ func (r *report) summarize() {
 	r.Summary = nil
 	for _, k := range order {
 		ss := by[k]
-		var rps, p50, p99, p999, maxs, gcs []float64
+		var rps, p50, p99, p999, maxs, gcs, cpu []float64
 		sum := summary{Group: k.g, Case: k.c, Conns: ss[0].Conns, Process: ss[0].Proc, Command: ss[0].Command}
 		for _, s := range ss {
 			if s.Problem != "" {
@@ -126,12 +129,15 @@ func (r *report) summarize() {
 			if s.CachedTokens != nil {
 				sum.Cached = s.CachedTokens
 			}
+			if s.CPUus > 0 {
+				cpu = append(cpu, s.CPUus)
+			}
 			if m, ok := s.Mem[sum.Process]; ok && m.HWM > sum.PeakKiB {
 				sum.PeakKiB = m.HWM
 			}
 		}
 		sum.RPS, sum.P50ms, sum.P99ms = median(rps), median(p50), median(p99)
-		sum.P999ms, sum.MaxMs, sum.GCPer1k = median(p999), median(maxs), -1
+		sum.P999ms, sum.MaxMs, sum.GCPer1k, sum.CPUus = median(p999), median(maxs), -1, median(cpu)
 		if len(gcs) > 0 {
 			sum.GCPer1k = median(gcs)
 		}

@@ -19,6 +19,14 @@ const (
 	i16TargetRate  = 1000
 )
 
+// cpuCell formats a summary's CPU time per request.
+func cpuCell(s summary) string {
+	if s.CPUus <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", s.CPUus)
+}
+
 func pctMargin(v, want float64) string { return fmt.Sprintf("%+.0f%%", (v/want-1)*100) }
 
 // tokenGroups returns the closed-loop and open-loop groups measured.
@@ -140,8 +148,8 @@ func (r *report) issue16Markdown(p func(string, ...any)) {
 		p("")
 		head, sep := "| case |", "|---|"
 		for _, g := range closed {
-			head += fmt.Sprintf(" %s req/s | / bare | GC per 1k req | peak RSS |", g)
-			sep += "---|---|---|---|"
+			head += fmt.Sprintf(" %s req/s | / bare | CPU µs/req | GC per 1k req | peak RSS |", g)
+			sep += "---|---|---|---|---|"
 		}
 		p("%s", head)
 		p("%s", sep)
@@ -151,11 +159,11 @@ func (r *report) issue16Markdown(p func(string, ...any)) {
 				x, ok := r.find(g, c)
 				bare, okb := r.find(g, "bare-proxy")
 				if !ok || !okb {
-					row += " – | – | – | – |"
+					row += " – | – | – | – | – |"
 					continue
 				}
 				any = true
-				row += fmt.Sprintf(" %.0f | %.2f | %s | %.1f MiB |", x.RPS, x.RPS/bare.RPS, gcCell(x), float64(x.PeakKiB)/1024)
+				row += fmt.Sprintf(" %.0f | %.2f | %s | %s | %.1f MiB |", x.RPS, x.RPS/bare.RPS, cpuCell(x), gcCell(x), float64(x.PeakKiB)/1024)
 			}
 			if any {
 				p("%s", row)
@@ -188,6 +196,7 @@ func (r *report) issue16Markdown(p func(string, ...any)) {
 		p("The generator (bench/run/openloop.go) schedules request k at start + k/rate and measures its latency from that time, whether or not it could be sent then (no coordinated omission); a dispatcher thread sleeps with nanosleep and a pool of workers sends. `late`: requests picked up ≥ 1 ms after their scheduled time (their latency still counts from it); `dropped`: not sent within 2 s after the run (a problem). Medians over the rounds; late, dropped and errors are sums.")
 		p("")
 	}
+	p("CPU µs/req: the CPU time (user + system, from /proc/PID/stat) the case's proxy process used during the run per request answered, median over the rounds: the proxy's own cost, apart from the load generator and the upstream that share the machine's CPUs with it.")
 	p("GC per 1k req: the process's garbage collections (`%s` on its Prometheus endpoint: idp-proxy's ops listener, oauth2-proxy's `--metrics-address`) per 1,000 requests, median over the rounds; – when the process exports none (bare and naive proxies).", metricGCCount)
 	for _, g := range closed {
 		if x, ok := r.find(g, "idp-distinct"); ok && x.Cached != nil {
