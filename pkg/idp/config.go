@@ -93,8 +93,12 @@ type Config struct {
 	// Go additions, all optional.
 
 	// HTTPClient makes the calls to the provider. Its own Timeout is kept;
-	// HTTPTimeout applies on top through the request context.
-	// [a client with a dedicated transport]
+	// HTTPTimeout applies on top through the request context. Give its
+	// transport an IdleConnTimeout shorter than the provider's keep-alive
+	// timeout (5 s for Node.js and Apache): Go does not retry a POST to
+	// the token endpoint sent on a connection the server is closing.
+	// [a client with a dedicated transport, idle connections dropped
+	// after 4 s]
 	HTTPClient *http.Client
 	// Logger receives the plugin's logs; tokens are never logged. [discard]
 	Logger *slog.Logger

@@ -121,6 +121,15 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 // nil: its own transport (not http.DefaultTransport, which other code may
 // change), bounded dial and TLS handshake, no redirects to other hosts
 // beyond the standard 10.
+//
+// Idle connections are dropped after providerIdleTimeout, before the
+// provider (or a proxy in front of it) closes them: Node.js servers and
+// Apache close idle keep-alive connections after 5 s, and a request sent
+// on a connection the server is closing at that moment fails with
+// "connection reset by peer". Go's transport retries that for GET (key
+// sets, discovery) but not for the token endpoint's POST (code exchange,
+// refresh): a sign-in would fail with 502. Calls to the provider are
+// rare, so a new connection now and then costs nothing that matters.
 func defaultHTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{
 		Timeout: timeout,
@@ -130,11 +139,14 @@ func defaultHTTPClient(timeout time.Duration) *http.Client {
 			TLSHandshakeTimeout:   timeout,
 			ResponseHeaderTimeout: timeout,
 			MaxIdleConns:          4,
-			IdleConnTimeout:       90 * time.Second,
+			IdleConnTimeout:       providerIdleTimeout,
 			ForceAttemptHTTP2:     true,
 		},
 	}
 }
+
+// providerIdleTimeout: see defaultHTTPClient.
+const providerIdleTimeout = 4 * time.Second
 
 // Issuer returns the realm's issuer URL that tokens must carry.
 func (p *Plugin) Issuer() string { return p.issuer }
