@@ -260,7 +260,7 @@ func newTransport(c UpstreamConfig) (*http.Transport, error) {
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           2 * c.MaxIdleConnsPerHost,
 		MaxIdleConnsPerHost:    c.MaxIdleConnsPerHost,
-		IdleConnTimeout:        90 * time.Second,
+		IdleConnTimeout:        c.IdleTimeout,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ExpectContinueTimeout:  1 * time.Second,
 		ResponseHeaderTimeout:  c.Timeout,

@@ -120,6 +120,7 @@ func TestLoadEnvironmentAndOverrides(t *testing.T) {
 		"IDP_PROXY_CONFIG=/ignored.yaml",
 		"IDP_PROXY_IDP_CLIENT_SECRET=s3cret",
 		"IDP_PROXY_UPSTREAM_TIMEOUT=5s",
+		"IDP_PROXY_UPSTREAM_IDLE_TIMEOUT=2s",
 		"IDP_PROXY_IDP_JWKS_CACHE_TTL=600",
 		"IDP_PROXY_IDP_OPTIONAL_AUDIENCES=svc-a,svc-b",
 		"IDP_PROXY_HEADERS_FORWARD_TOKEN=false",
@@ -137,6 +138,7 @@ func TestLoadEnvironmentAndOverrides(t *testing.T) {
 	}{
 		{"client_secret", c.IDP.ClientSecret, "s3cret"},
 		{"upstream.timeout", c.Upstream.Timeout, 5 * time.Second},
+		{"upstream.idle_timeout", c.Upstream.IdleTimeout, 2 * time.Second},
 		{"jwks_cache_ttl (seconds)", c.IDP.JWKSCacheTTL, 10 * time.Minute},
 		{"optional_audiences", c.IDP.OptionalAudiences, []string{"svc-a", "svc-b"}},
 		{"forward_token", c.Headers.ForwardToken, false},
@@ -274,6 +276,7 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"upstream scheme", func(c *File) { c.Upstream.URL = "ftp://x" }, "upstream.url"},
 		{"upstream query", func(c *File) { c.Upstream.URL = "http://x/?a=1" }, "upstream.url"},
 		{"negative timeout", func(c *File) { c.Upstream.Timeout = -time.Second }, "upstream.timeout"},
+		{"negative idle timeout", func(c *File) { c.Upstream.IdleTimeout = -time.Second }, "upstream.idle_timeout"},
 		{"listen", func(c *File) { c.Listen = "4180" }, "listen"},
 		{"metrics on listen", func(c *File) { c.MetricsListen = c.Listen }, "metrics_listen must differ"},
 		{"default policy", func(c *File) { c.DefaultPolicy = "allow" }, "default_policy"},
