@@ -1,23 +1,21 @@
 package idp
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/keepalivetest"
 )
 
 // The provider client never sends a request on a connection the provider
 // may be closing: this server, like a Node.js one caught at its 5 s
-// keep-alive timeout, resets a connection that has been idle for 4.5 s
-// when the next request arrives on it. A POST (the token endpoint's) on
-// such a connection fails with "connection reset by peer" and Go does not
-// retry it, so the client must have dropped the connection first.
+// keep-alive timeout, resets a connection idle for 4.5 s when the next
+// request arrives on it. A POST (the token endpoint's) there fails with
+// "connection reset by peer" and Go does not retry it, so the client must
+// have dropped the connection first.
 func TestProviderClientDropsIdleConnections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 4.6 s")
@@ -27,30 +25,10 @@ func TestProviderClientDropsIdleConnections(t *testing.T) {
 	if providerIdleTimeout >= serverIdle {
 		t.Fatalf("providerIdleTimeout %v is not below the %v this test's server keeps idle connections", providerIdleTimeout, serverIdle)
 	}
-	type connKey struct{}
-	var mu sync.Mutex
-	lastDone := map[net.Conn]time.Time{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := r.Context().Value(connKey{}).(net.Conn)
-		mu.Lock()
-		last, reused := lastDone[c]
-		mu.Unlock()
-		if reused && time.Since(last) >= serverIdle {
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err == nil {
-				_ = conn.(*net.TCPConn).SetLinger(0) // RST, as a server closing the connection under the request
-				_ = conn.Close()
-			}
-			return
-		}
+	srv := keepalivetest.NewServer(serverIdle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"ok":true}`))
-		mu.Lock()
-		lastDone[c] = time.Now()
-		mu.Unlock()
 	}))
-	srv.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
-	srv.Start()
 	defer srv.Close()
 
 	client := defaultHTTPClient(5 * time.Second)

@@ -1,15 +1,13 @@
 package proxy
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/keepalivetest"
 )
 
 // A POST is forwarded on a fresh connection, not on one the upstream is
@@ -23,29 +21,10 @@ func TestUpstreamIdleConnectionsDropped(t *testing.T) {
 	}
 	t.Parallel()
 	const upstreamIdle = 4500 * time.Millisecond
-	type connKey struct{}
-	var mu sync.Mutex
-	lastDone := map[net.Conn]time.Time{}
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := r.Context().Value(connKey{}).(net.Conn)
+	up := keepalivetest.NewServer(upstreamIdle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		last, reused := lastDone[c]
-		mu.Unlock()
-		if reused && time.Since(last) >= upstreamIdle {
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				_ = conn.(*net.TCPConn).SetLinger(0) // RST
-				_ = conn.Close()
-			}
-			return
-		}
 		w.WriteHeader(http.StatusCreated)
-		mu.Lock()
-		lastDone[c] = time.Now()
-		mu.Unlock()
 	}))
-	up.Config.ConnContext = func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
-	up.Start()
 	defer up.Close()
 
 	idpSrv := newProvider(t)
