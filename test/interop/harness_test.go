@@ -425,24 +425,34 @@ func (s *stack) checkNoTokensLogged(t *testing.T, tokens ...string) {
 	}
 }
 
-// proxyConfig is the YAML given to idp-proxy: the documented shape of
-// config.example.yaml, for the provider at serverURL.
-func proxyConfig(serverURL, proxyAddr, opsAddr, upstream string) string {
-	return fmt.Sprintf(`listen: %[1]s
-metrics_listen: %[2]s
+// proxyYAMLHead is the beginning of idp-proxy's YAML that every interop
+// test shares, in the documented shape of config.example.yaml: the
+// listeners, the upstream, and the provider at serverURL with the login
+// routes (callback under publicURL). extraIDP (whole lines) is added to
+// the idp section.
+func proxyYAMLHead(listen, opsAddr, upstream, serverURL, publicURL, extraIDP string) string {
+	return fmt.Sprintf(`listen: %s
+metrics_listen: %s
 upstream:
-  url: %[3]s
+  url: %s
 idp:
-  server_url: %[4]s
-  realm: %[5]s
-  client_id: %[6]s
-  client_secret: %[7]s
+  server_url: %s
+  realm: %s
+  client_id: %s
+  client_secret: %s
   include_routes: true
-  redirect_uri: http://%[1]s/auth/callback
+  redirect_uri: %s/auth/callback
   session_secret: interop-session-secret-0123456789abcdef
-  optional_audiences: [%[8]s]
-  http_timeout: 5s
-routes:
+%s  http_timeout: 5s
+`, listen, opsAddr, upstream, serverURL, realm, clientID, clientSecret, publicURL, extraIDP)
+}
+
+// proxyConfig is the YAML given to idp-proxy for the provider at
+// serverURL: the shortener's rules, service tokens through optional
+// audiences.
+func proxyConfig(serverURL, proxyAddr, opsAddr, upstream string) string {
+	return proxyYAMLHead(proxyAddr, opsAddr, upstream, serverURL, "http://"+proxyAddr,
+		"  optional_audiences: ["+svcClientID+"]\n") + `routes:
   - match: GET /health
     public: true
   - match: GET /{code}
@@ -453,7 +463,7 @@ default_policy: deny
 log:
   format: json
   level: debug
-`, proxyAddr, opsAddr, upstream, serverURL, realm, clientID, clientSecret, svcClientID)
+`
 }
 
 // startStack runs the shortener and idp-proxy in front of it against the

@@ -22,20 +22,8 @@ import (
 // (cookie store) and the demo's rules (cmd/idp-demo, Routes), with the
 // /links API named explicitly instead of falling to the default policy.
 func pageProxyConfig(port int, opsAddr, serverURL, upstream string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:%[1]d
-metrics_listen: %[2]s
-upstream:
-  url: %[3]s
-idp:
-  server_url: %[4]s
-  realm: %[5]s
-  client_id: %[6]s
-  client_secret: %[7]s
-  include_routes: true
-  redirect_uri: http://127.0.0.1:%[1]d/auth/callback
-  session_secret: interop-session-secret-0123456789abcdef
-  http_timeout: 5s
-routes:
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	return proxyYAMLHead(listen, opsAddr, upstream, serverURL, "http://"+listen, "") + `routes:
   - {match: "GET /health", public: true}
   - {match: "GET /{$}"}
   - {match: "GET /assets/"}
@@ -56,7 +44,7 @@ server:
 log:
   format: json
   level: debug
-`, port, opsAddr, upstream, serverURL, realm, clientID, clientSecret)
+`
 }
 
 // pageStep is one step of browser/page.mjs (see there).

@@ -143,20 +143,7 @@ type sessionProxyOptions struct {
 // documented keys of config.example.yaml. /app/ needs the realm role
 // creator (alice has it), /public/ is public, everything else is denied.
 func sessionProxyConfig(o sessionProxyOptions, opsAddr string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:%[1]d
-metrics_listen: %[2]s
-upstream:
-  url: %[3]s
-idp:
-  server_url: %[4]s
-  realm: %[5]s
-  client_id: %[6]s
-  client_secret: %[7]s
-  include_routes: true
-  redirect_uri: %[8]s/auth/callback
-  session_secret: interop-session-secret-0123456789abcdef
-  http_timeout: 5s
-routes:
+	return proxyYAMLHead("127.0.0.1:"+strconv.Itoa(o.port), opsAddr, o.upstream, o.serverURL, o.publicURL, "") + fmt.Sprintf(`routes:
   - match: GET /public/
     public: true
   - match: GET /app/
@@ -164,19 +151,18 @@ routes:
 default_policy: deny
 session:
   enabled: true
-  store: %[9]s
-  redis_url: "%[10]s"
-  redis_prefix: "%[11]s"
+  store: %[1]s
+  redis_url: "%[2]s"
+  redis_prefix: "%[3]s"
   max_age: 1h
-  refresh_margin: %[12]s
-  post_logout_redirect_uri: %[8]s/public/bye
+  refresh_margin: %[4]s
+  post_logout_redirect_uri: %[5]s/public/bye
 server:
   drain_delay: 0s # stopped by SIGTERM at the end of the test: no load balancer to drain
 log:
   format: json
   level: debug
-`, o.port, opsAddr, o.upstream, o.serverURL, realm, clientID, clientSecret, o.publicURL,
-		o.store, o.redisURL, o.redisPrefix, o.refreshMargin)
+`, o.store, o.redisURL, o.redisPrefix, o.refreshMargin, o.publicURL)
 }
 
 // startSessionProxy runs the idp-proxy binary with sessionProxyConfig and
