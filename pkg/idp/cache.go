@@ -66,18 +66,12 @@ func newTokenCache(max int) *tokenCache {
 }
 
 // cacheKey locates a token in the cache: its hot slot, its SHA-256 and
-// its shard. get computes it once per request; promote and putKey reuse
+// its shard. get computes it once per request; promote and put reuse
 // it.
 type cacheKey struct {
 	hot   *atomic.Pointer[hotEntry]
 	sum   [32]byte
 	shard *cacheShard
-}
-
-func (c *tokenCache) key(raw string) cacheKey {
-	k := cacheKey{hot: c.hot.slot(raw)}
-	c.hash(raw, &k)
-	return k
 }
 
 // hash fills in k's SHA-256 and shard.
@@ -94,7 +88,7 @@ func (c *tokenCache) hash(raw string, k *cacheKey) {
 // hot table returns the Identity verified before (shared). A hit from the
 // shards returns the verified payload and its exp (unix nanoseconds) for
 // the caller to decode (and hand to promote). A miss returns neither. The
-// key is for promote and putKey.
+// key is for promote and put.
 func (c *tokenCache) get(raw string, now time.Time, gen uint64) (id *Identity, payload []byte, exp int64, k cacheKey) {
 	if c == nil {
 		return nil, nil, 0, cacheKey{}
@@ -124,17 +118,10 @@ func (c *tokenCache) promote(k cacheKey, id *Identity, exp int64, gen uint64) {
 	c.hot.put(k.hot, id, exp, gen)
 }
 
-// put caches id (whose Raw is raw and whose Payload.Raw is the verified
-// payload) for raw until exp, under key-set generation gen.
-func (c *tokenCache) put(raw string, id *Identity, exp, now time.Time, gen uint64) {
-	if c == nil {
-		return
-	}
-	c.putKey(c.key(raw), id, exp, now, gen)
-}
-
-// putKey is put with the key get returned for the token.
-func (c *tokenCache) putKey(k cacheKey, id *Identity, exp, now time.Time, gen uint64) {
+// put caches id (whose Raw is the token and whose Payload.Raw is the
+// verified payload) under k, the token's key from get, until
+// exp, under key-set generation gen.
+func (c *tokenCache) put(k cacheKey, id *Identity, exp, now time.Time, gen uint64) {
 	if c == nil || k.shard == nil || id.Payload == nil || len(id.Payload.Raw) == 0 {
 		return
 	}

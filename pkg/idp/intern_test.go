@@ -65,7 +65,7 @@ func TestTokenCacheEntries(t *testing.T) {
 	now := time.Now()
 	payload := []byte(`{"sub":"u"}`)
 	id := &Identity{User: &User{Sub: "u"}, Payload: &TokenPayload{Subject: "u", Raw: payload}, Raw: "tok-1"}
-	c.put("tok-1", id, now.Add(time.Minute), now, 0)
+	putToken(c, "tok-1", id, now.Add(time.Minute), now, 0)
 	n := 0
 	for i := range c.shards {
 		for _, e := range c.shards[i].entries {
@@ -90,7 +90,7 @@ func TestTokenCacheEntries(t *testing.T) {
 		t.Fatal("served under another key-set generation")
 	}
 	for i := range 1000 {
-		c.put(time.Duration(i).String(), id, now.Add(time.Minute), now, 0)
+		putToken(c, time.Duration(i).String(), id, now.Add(time.Minute), now, 0)
 	}
 	if n := c.len(); n > 100 || n < 50 {
 		t.Fatalf("cache holds %d entries, bound 100", n)

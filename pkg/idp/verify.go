@@ -82,7 +82,7 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 		return nil, err
 	}
 	id = &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
-	p.cache.putKey(key, id, numericTime(c.exp), now, used.gen)
+	p.cache.put(key, id, numericTime(c.exp), now, used.gen)
 	return id, nil
 }
 
