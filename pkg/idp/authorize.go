@@ -139,25 +139,11 @@ func VerdictOf(err error) Verdict {
 // NewContext(r.Context(), v.Identity) when the handler reads the identity
 // from the context.
 func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
-	id := identityFrom(r.Context())
 	var v Verdict
+	id := identityFrom(r.Context())
 	if id == nil {
-		raw, err := p.TokenFromRequest(r)
-		if errors.Is(err, ErrNoToken) && p.sessions != nil {
-			raw, v.Cookies, err = p.sessions.token(r)
-			v.Session = err == nil
-		}
-		if err != nil {
-			return v.with(VerdictOf(err))
-		}
-		if id, err = p.verify(r.Context(), raw); err != nil {
-			if v.Session && errors.Is(err, ErrInvalidToken) {
-				// A session whose token no longer verifies (the provider's
-				// keys changed past it): over, sign in again.
-				p.cfg.Logger.Info("idp: session ended: its access token no longer verifies", "reason", Reason(err))
-				v.Cookies = p.sessions.clearCookies(r)
-				return v.with(VerdictOf(ErrNoToken))
-			}
+		var err error
+		if id, err = p.identify(r, &v); err != nil {
 			return v.with(VerdictOf(err))
 		}
 	}
@@ -167,6 +153,38 @@ func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
 		}
 	}
 	return v.with(Verdict{Outcome: Allowed, Identity: id})
+}
+
+// identify finds r's token (with sessions, the session's when r carries
+// none) and verifies it; v receives the session fields (Session, and the
+// cookies that renew or clear the session).
+func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
+	raw, err := p.rawToken(r)
+	if err == nil {
+		// A token in the hot table was verified before, its syntax
+		// included (a hit compares the whole token): only a miss checks
+		// the syntax.
+		if id := p.verifiedBefore(raw); id != nil {
+			return id, nil
+		}
+		raw, err = checkTokenSyntax(raw)
+	}
+	if errors.Is(err, ErrNoToken) && p.sessions != nil {
+		raw, v.Cookies, err = p.sessions.token(r)
+		v.Session = err == nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, err := p.verify(r.Context(), raw)
+	if err != nil && v.Session && errors.Is(err, ErrInvalidToken) {
+		// A session whose token no longer verifies (the provider's keys
+		// changed past it): over, sign in again.
+		p.cfg.Logger.Info("idp: session ended: its access token no longer verifies", "reason", Reason(err))
+		v.Cookies = p.sessions.clearCookies(r)
+		return nil, ErrNoToken
+	}
+	return id, err
 }
 
 // with returns o carrying v's session fields.

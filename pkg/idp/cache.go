@@ -110,6 +110,15 @@ func (c *tokenCache) get(raw string, now time.Time, gen uint64) (id *Identity, p
 	return nil, e.payload, e.exp, k
 }
 
+// hotGet returns the Identity the hot table holds for raw (see
+// hotTokens.get), or nil.
+func (c *tokenCache) hotGet(raw string, now time.Time, gen uint64) *Identity {
+	if c == nil {
+		return nil
+	}
+	return c.hot.get(c.hot.slot(raw), raw, now.UnixNano(), gen)
+}
+
 // promote makes id, decoded from a payload get returned, raw's hot entry.
 func (c *tokenCache) promote(k cacheKey, id *Identity, exp int64, gen uint64) {
 	if c == nil || k.hot == nil {

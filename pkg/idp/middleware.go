@@ -25,6 +25,16 @@ import (
 // browser attaches the cookie by itself, and SameSite=Lax still sends it
 // from sibling subdomains, so it is not a credential there (CSRF).
 func (p *Plugin) TokenFromRequest(r *http.Request) (string, error) {
+	raw, err := p.rawToken(r)
+	if err != nil {
+		return "", err
+	}
+	return checkTokenSyntax(raw)
+}
+
+// rawToken is TokenFromRequest without the syntax check of the token
+// itself (Authorize skips it for a token verified before).
+func (p *Plugin) rawToken(r *http.Request) (string, error) {
 	if p.cfg.TokenLocation == TokenLocationCookie {
 		if p.cop.Check(r) != nil {
 			return "", ErrNoToken
@@ -37,7 +47,7 @@ func (p *Plugin) TokenFromRequest(r *http.Request) (string, error) {
 		default:
 			return "", ErrInvalidRequest
 		}
-		return checkTokenSyntax(cs[0].Value)
+		return cs[0].Value, nil
 	}
 	return bearerToken(r.Header)
 }
@@ -55,7 +65,7 @@ func bearerToken(h http.Header) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", ErrNoToken
 	}
-	return checkTokenSyntax(strings.TrimLeft(tok, " "))
+	return strings.TrimLeft(tok, " "), nil
 }
 
 // b64token marks the bytes of RFC 6750's b64token alphabet (without "="):

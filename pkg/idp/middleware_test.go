@@ -155,6 +155,32 @@ func TestMiddlewareErrorsAreProblemJSON(t *testing.T) {
 	}
 }
 
+// A token verified before skips the syntax check (the hot table compares
+// the whole token); its near variants must still be checked and refused.
+func TestVerifiedTokenVariantsStillChecked(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, nil)
+	h := p.Middleware(&okHandler{})
+	tok := srv.Mint(srv.UserClaims(clientID, "alice", "creator"))
+	for range 2 { // the second is a hit in the hot table
+		if rec := do(t, h, "GET", "/x", "Authorization", "Bearer "+tok); rec.Code != 200 {
+			t.Fatalf("valid token: status %d", rec.Code)
+		}
+	}
+	for name, v := range map[string]string{
+		"trailing space":    "Bearer " + tok + " ",
+		"trailing NUL":      "Bearer " + tok + "\x00",
+		"trailing garbage":  "Bearer " + tok + "!",
+		"padding then more": "Bearer " + tok + "=a",
+		"cut short":         "Bearer " + tok[:len(tok)-1],
+	} {
+		rec := do(t, h, "GET", "/x", "Authorization", v)
+		if rec.Code != 401 || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Errorf("%s: status %d, WWW-Authenticate %q; want 401 invalid_token", name, rec.Code, rec.Header().Get("WWW-Authenticate"))
+		}
+	}
+}
+
 func TestExcludedPathsExactMatch(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, func(c *idp.Config) { c.ExcludedPaths = []string{"/health", "/public/"} })
