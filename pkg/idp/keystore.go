@@ -107,9 +107,10 @@ func newKeyfunc(k *keySet) (keyfunc.Keyfunc, error) {
 }
 
 // selectKey is the one key-selection path, for access tokens and for the
-// login flow's ID tokens: keyfunc (over the key cache) picks the key of
-// t's kid, checking the JWK's own alg; then the key's type (and curve)
-// must fit t's alg. A token without kid is offered every key that fits
+// login flow's ID tokens: the key of t's kid in the snapshot, else
+// keyfunc (over the key cache: an unknown kid may cause one refetch); the
+// JWK's own alg, when it has one, must be t's alg, and the key's type (and
+// curve) must fit t's alg. A token without kid is offered every key that fits
 // its alg. It returns the key (or a jwt.VerificationKeySet) and the
 // snapshot it came from.
 func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *jws) (any, *keySnapshot, error) {
@@ -124,6 +125,16 @@ func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *jws) (any,
 			return nil, snap, invalid("unknown signing key", errUnknownKID)
 		}
 		return set, snap, nil
+	}
+	if vk, ok := snap.byKID[t.kid]; ok {
+		// The common case, without keyfunc's allocations per token: the
+		// key keyfunc would read from keyStorage, with the same check of
+		// the JWK's own alg (in algMatchesKey). keyfunc handles the rest:
+		// an unknown kid and its refetch.
+		if !algMatchesKey(t.alg, vk) {
+			return nil, snap, invalid("algorithm does not match the key", nil)
+		}
+		return vk.key, snap, nil
 	}
 	tok := &jwt.Token{Header: map[string]any{"kid": t.kid, "alg": t.alg}}
 	key, err := p.kf.KeyfuncCtx(ctx)(tok)

@@ -353,3 +353,23 @@ func TestVerifiedCacheSameIdentity(t *testing.T) {
 		t.Fatalf("cached tokens = %d, want %d", got, n)
 	}
 }
+
+// A JWK that names its own alg is used for that alg only, even when the
+// plugin accepts others for the same key type (RFC 7517 §4.4).
+func TestVerifyJWKOwnAlg(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, func(c *idp.Config) { c.Algorithms = []string{"RS256", "RS384", "PS256"} })
+	good := srv.UserClaims(clientID, "alice", "creator")
+	if _, err := p.Verify(context.Background(), srv.Mint(good)); err != nil {
+		t.Fatalf("RS256 token: %v", err)
+	}
+	for _, alg := range []string{"RS384", "PS256"} {
+		tok := srv.MintWith(idptest.MintOptions{Header: map[string]any{"alg": alg}}, good)
+		for range 2 { // the second is not served from a cache
+			_, err := p.Verify(context.Background(), tok)
+			if !errors.Is(err, idp.ErrInvalidToken) || !strings.Contains(idp.Reason(err), "algorithm does not match") {
+				t.Fatalf("%s header on the RS256 JWK: %v (reason %q)", alg, err, idp.Reason(err))
+			}
+		}
+	}
+}
