@@ -27,11 +27,26 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// plainByte marks the bytes a JSON string holds as they are: printable
+// ASCII other than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // scanString returns the end (index after the closing quote) of the JSON
 // string starting at b[i] == '"', and whether it holds an escape.
 func scanString(b []byte, i int) (end int, escaped bool, err error) {
 	i++
 	for i < len(b) {
+		for i < len(b) && plainByte[b[i]] {
+			i++ // the common case, one table look-up per byte
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':

@@ -58,3 +58,22 @@ func FuzzDecodeClaims(f *testing.F) {
 // errorIsSyntax reports whether err is the decoder's "malformed" answer
 // (not a claim rule such as a duplicate or a non-numeric exp).
 func errorIsSyntax(err error) bool { return Reason(err) == "malformed token" }
+
+// BenchmarkDecodeClaims decodes the payload of a Keycloak access token.
+func BenchmarkDecodeClaims(b *testing.B) {
+	payload := []byte(`{"exp":1795443825,"iat":1795440225,"jti":"onrtac:8d4c4b55-8a3c-4c1b-a0f3-8a1f0e4d6a21",` +
+		`"iss":"https://sso.example.com/realms/demo","aud":["shortener","account"],"sub":"5c8e3b0e-1f2a-4b7c-9d6e-2a4f8b1c3d5e",` +
+		`"typ":"Bearer","azp":"shortener","sid":"0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d","acr":"1",` +
+		`"allowed-origins":["https://app.example.com"],"realm_access":{"roles":["default-roles-demo","offline_access","uma_authorization","creator"]},` +
+		`"resource_access":{"shortener":{"roles":["links:write","links:read"]},"account":{"roles":["manage-account","manage-account-links","view-profile"]}},` +
+		`"scope":"openid profile email","email_verified":true,"name":"Alice Example","preferred_username":"alice",` +
+		`"given_name":"Alice","family_name":"Example","email":"alice@example.com"}`)
+	in := newInterner()
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeClaims(in, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
