@@ -6,7 +6,7 @@ PKGS      ?= ./...
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=$(VERSION)
 
-.PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-smoke clean
+.PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-instr bench-smoke clean
 
 all: build
 
@@ -44,6 +44,9 @@ fuzz: ## Run every fuzz target for a short while (FUZZTIME=30s)
 
 bench: ## Load benchmark with wrk (apt-get install wrk gnuplot-nox): writes bench/RESULTS.md and bench/results/
 	$(GO) run ./bench/run
+
+bench-instr: ## Instructions per request of each proxy, counted by callgrind (needs valgrind, wrk)
+	bench/instr.sh
 
 bench-smoke: ## Run the benchmark harness once, briefly (CI; no thresholds)
 	$(GO) run ./bench/run -smoke
