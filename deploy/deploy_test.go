@@ -22,7 +22,7 @@ import (
 )
 
 // Docker does not run where these tests run: they check what can be checked
-// without it (DESIGN §2, issue 6): every file parses, the files agree with
+// without it (DESIGN §2): every file parses, the files agree with
 // each other and with the repository, and the proxy configurations load and
 // pass idp-proxy's own checks.
 

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Issue 14, point 4: forward-auth through nginx. The groups "ingress cN"
+// Forward-auth through nginx. The groups "ingress cN"
 // interleave, in front of the same upstream with the same valid token:
 //
 //   - nginx-only: nginx alone, deploy/ingress/nginx.conf without its

@@ -1,12 +1,12 @@
 // Command run is the load benchmark of idp-proxy and the shortener
-// (issue 7, DESIGN §7). It builds the binaries, starts them on loopback,
+// (DESIGN §7). It builds the binaries, starts them on loopback,
 // drives them with wrk, interleaving the configurations compared with each
 // other (A B A B ...), and writes raw results (JSON, TSV), a PNG plot and a
 // results page with medians and ratios.
 //
 //	go run ./bench/run            # full run, writes bench/RESULTS.md and bench/results/
 //	go run ./bench/run -smoke     # about a minute, one round, for CI; writes to a temp dir
-//	go run ./bench/run -only tokens -rounds 1 -d 3s   # issue 16's groups only
+//	go run ./bench/run -only tokens -rounds 1 -d 3s   # the many-distinct-tokens groups only
 //
 // Needs wrk on PATH (Debian: apt-get install wrk), gnuplot for the plot
 // (optional), and PostgreSQL for the pgstore cases (BENCH_POSTGRES_DSN or

@@ -103,7 +103,7 @@ func (h *harness) proxyPhase(ctx context.Context) error {
 	}
 	if h.selectsAny(tokenNames) {
 		if ip == nil {
-			h.rep.note("issue 16 (tokens) groups skipped: idp-proxy is not running")
+			h.rep.note("tokens groups skipped: idp-proxy is not running")
 			return nil
 		}
 		h.tokensPhase(ctx, upURL, bareURL, ip, procs)

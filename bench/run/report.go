@@ -26,9 +26,9 @@ type report struct {
 	Summary  []summary   `json:"summary"`
 	Ratios   []ratio     `json:"ratios"`
 	Targets  []target    `json:"targets"`
-	// Issue16 are the targets of issue 16 (many distinct tokens), judged
+	// TokenTargets are the targets of the tokens groups (many distinct tokens), judged
 	// from the "tokens" groups.
-	Issue16 []target `json:"issue16_targets,omitempty"`
+	TokenTargets []target `json:"token_targets,omitempty"`
 }
 
 // summary holds the medians of one case over the rounds.
@@ -144,7 +144,7 @@ func (r *report) summarize() {
 		r.Summary = append(r.Summary, sum)
 	}
 	r.ratiosAndTargets()
-	r.issue16()
+	r.tokenTargets()
 	r.ingressRatios()
 }
 
@@ -327,7 +327,7 @@ func (r *report) markdown(o options, png string) string {
 		p("| %s | %s | %s | %s | %s |", t.Name, t.Want, t.Got, met, t.Margin)
 	}
 	p("")
-	r.issue16Markdown(p)
+	r.tokensMarkdown(p)
 	r.ingressMarkdown(p)
 	p("## Ratios (requests/s, medians)")
 	p("")
@@ -352,7 +352,7 @@ func (r *report) markdown(o options, png string) string {
 	p("")
 	p("Peak RSS is VmHWM of the process, reset before each measured case (`/proc/PID/clear_refs`), maximum over the rounds. For bbolt it includes the pages of the memory-mapped file that were read.")
 	p("")
-	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits); `shortener-nocache` = the same with `--cache-size 0`, so every redirect reads the store (for bbolt, a copy of the same file); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the issue 16 section.")
+	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits); `shortener-nocache` = the same with `--cache-size 0`, so every redirect reads the store (for bbolt, a copy of the same file); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the section on many distinct tokens.")
 	p("")
 	if len(r.Notes) > 0 {
 		p("## Notes")

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// tokensPhase is issue 16's benchmark: idp-proxy with more distinct valid
+// tokensPhase is the many-distinct-tokens benchmark: idp-proxy with more distinct valid
 // tokens than its verified-token cache holds (each request a different
 // token, cycling, so that nearly every request is a cache miss), against
 // the bare proxy, the naive per-request checker (bench/naiveproxy) and

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Issue 14, point 4: forward-auth through nginx (groups "ingress cN", see
+// Forward-auth through nginx (groups "ingress cN", see
 // ingress.go): ratios and the results page's section.
 
 // ingressGroupsMeasured returns the ingress groups with results.
@@ -35,7 +35,7 @@ func (r *report) ingressRatios() {
 	}
 }
 
-// ingressMarkdown writes the results page's section of issue 14's ingress
+// ingressMarkdown writes the results page's section on the ingress
 // benchmark, or why it did not run.
 func (r *report) ingressMarkdown(p func(string, ...any)) {
 	groups := r.ingressGroupsMeasured()
@@ -48,7 +48,7 @@ func (r *report) ingressMarkdown(p func(string, ...any)) {
 	if len(groups) == 0 && len(notes) == 0 {
 		return
 	}
-	p("## Forward-auth through nginx (issue 14)")
+	p("## Forward-auth through nginx")
 	p("")
 	p("The same upstream (bench/upstream) and the same valid RS256 token on every request, interleaved: `%s` = nginx alone, `deploy/ingress/nginx.conf` without its `auth_request` (derived from the shipped file: same `upstream` blocks with `keepalive 64`, HTTP/1.1, headers); `%s` = the shipped file as is (addresses rewritten): nginx asks idp-proxy, forward-auth only (`upstream.url: \"\"`, verdicts on `forward_auth.listen`), for a verdict on every request (`auth_request`, a protected rule: `/api/` for the role bench-user) and copies the identity headers upstream; `%s` = idp-proxy as the reverse proxy, same rules and token. nginx runs with the shipped file's `worker_processes` (1). Before measuring, the harness checks that nginx with forward-auth refuses a missing or invalid token with 401 and that the upstream gets the same identity headers through it as from idp-proxy.", ingNginx, ingFA, ingIDP)
 	p("")

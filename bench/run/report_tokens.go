@@ -5,18 +5,18 @@ import (
 	"strings"
 )
 
-// Issue 16: idp-proxy with many distinct tokens (groups "tokens cN" and
+// idp-proxy with many distinct tokens (groups "tokens cN" and
 // "tokens open R/s", see tokens.go): targets and the results page's section.
 
 // tokenCases are the cases of the tokens groups, in order.
 var tokenCases = []string{"bare-proxy", "idp-repeated", "idp-distinct", "naive-distinct", "o2p-repeated", "o2p-distinct"}
 
 const (
-	i16DistinctMin = 0.60 // idp-proxy with distinct tokens / bare proxy
-	i16RepeatedMin = 0.95 // idp-proxy with one repeated token / bare proxy
-	i16AddedP99Max = 1.0  // ms, open loop at 1,000 requests/s
-	i16PeakMiB     = 96.0 // idp-proxy's peak RSS in every case
-	i16TargetRate  = 1000
+	tokensDistinctMin = 0.60 // idp-proxy with distinct tokens / bare proxy
+	tokensRepeatedMin = 0.95 // idp-proxy with one repeated token / bare proxy
+	tokensAddedP99Max = 1.0  // ms, open loop at 1,000 requests/s
+	tokensPeakMiB     = 96.0 // idp-proxy's peak RSS in every case
+	tokensTargetRate  = 1000
 )
 
 // cpuCell formats a summary's CPU time per request.
@@ -47,11 +47,11 @@ func (r *report) tokenGroups() (closed, open []string) {
 	return closed, open
 }
 
-// issue16 adds the tokens groups' ratios to r.Ratios and sets r.Issue16.
-func (r *report) issue16() {
-	r.Issue16 = nil
+// tokenTargets adds the tokens groups' ratios to r.Ratios and sets r.TokenTargets.
+func (r *report) tokenTargets() {
+	r.TokenTargets = nil
 	tgt := func(name, want, got string, met bool, margin string) {
-		r.Issue16 = append(r.Issue16, target{name, want, got, met, margin})
+		r.TokenTargets = append(r.TokenTargets, target{name, want, got, met, margin})
 	}
 	closed, open := r.tokenGroups()
 	for _, g := range closed {
@@ -66,11 +66,11 @@ func (r *report) issue16() {
 		}
 		if x, ok := r.find(g, "idp-repeated"); ok {
 			v := x.RPS / bare.RPS
-			tgt(g+": idp-proxy, one repeated token / bare proxy", fmt.Sprintf("≥ %.2f", i16RepeatedMin), fmt.Sprintf("%.2f", v), v >= i16RepeatedMin, pctMargin(v, i16RepeatedMin))
+			tgt(g+": idp-proxy, one repeated token / bare proxy", fmt.Sprintf("≥ %.2f", tokensRepeatedMin), fmt.Sprintf("%.2f", v), v >= tokensRepeatedMin, pctMargin(v, tokensRepeatedMin))
 		}
 		if x, ok := r.find(g, "idp-distinct"); ok {
 			v := x.RPS / bare.RPS
-			tgt(g+": idp-proxy, distinct tokens / bare proxy", fmt.Sprintf("≥ %.2f", i16DistinctMin), fmt.Sprintf("%.2f", v), v >= i16DistinctMin, pctMargin(v, i16DistinctMin))
+			tgt(g+": idp-proxy, distinct tokens / bare proxy", fmt.Sprintf("≥ %.2f", tokensDistinctMin), fmt.Sprintf("%.2f", v), v >= tokensDistinctMin, pctMargin(v, tokensDistinctMin))
 			if n, ok := r.find(g, "naive-distinct"); ok {
 				w := x.RPS / n.RPS
 				tgt(g+": idp-proxy / naive checker, distinct tokens", "> 1.00", fmt.Sprintf("%.2f", w), w > 1, pctMargin(w, 1))
@@ -88,14 +88,14 @@ func (r *report) issue16() {
 	}
 	for _, g := range open {
 		bare, ok := r.find(g, "bare-proxy")
-		if !ok || bare.Rate != i16TargetRate {
+		if !ok || bare.Rate != tokensTargetRate {
 			continue
 		}
 		for _, c := range []string{"idp-repeated", "idp-distinct"} {
 			if x, ok := r.find(g, c); ok {
 				added := x.P99ms - bare.P99ms
-				tgt(fmt.Sprintf("%s: added p99 vs bare proxy, %s", g, c), fmt.Sprintf("≤ %.0f ms", i16AddedP99Max),
-					fmt.Sprintf("%+.2f ms (%.2f vs %.2f)", added, x.P99ms, bare.P99ms), added <= i16AddedP99Max, fmt.Sprintf("%+.2f ms", i16AddedP99Max-added))
+				tgt(fmt.Sprintf("%s: added p99 vs bare proxy, %s", g, c), fmt.Sprintf("≤ %.0f ms", tokensAddedP99Max),
+					fmt.Sprintf("%+.2f ms (%.2f vs %.2f)", added, x.P99ms, bare.P99ms), added <= tokensAddedP99Max, fmt.Sprintf("%+.2f ms", tokensAddedP99Max-added))
 			}
 		}
 	}
@@ -107,18 +107,18 @@ func (r *report) issue16() {
 	}
 	if len(closed)+len(open) > 0 && worst.PeakKiB > 0 {
 		mb := float64(worst.PeakKiB) / 1024
-		tgt("idp-proxy peak RSS, every case (worst: "+worst.Group+" / "+worst.Case+")", fmt.Sprintf("≤ %.0f MiB", i16PeakMiB),
-			fmt.Sprintf("%.1f MiB", mb), mb <= i16PeakMiB, fmt.Sprintf("%+.1f MiB", i16PeakMiB-mb))
+		tgt("idp-proxy peak RSS, every case (worst: "+worst.Group+" / "+worst.Case+")", fmt.Sprintf("≤ %.0f MiB", tokensPeakMiB),
+			fmt.Sprintf("%.1f MiB", mb), mb <= tokensPeakMiB, fmt.Sprintf("%+.1f MiB", tokensPeakMiB-mb))
 	}
 }
 
-// issue16Markdown writes the results page's section of issue 16.
-func (r *report) issue16Markdown(p func(string, ...any)) {
+// tokensMarkdown writes the results page's section on many distinct tokens.
+func (r *report) tokensMarkdown(p func(string, ...any)) {
 	closed, open := r.tokenGroups()
 	if len(closed)+len(open) == 0 {
 		return
 	}
-	p("## Issue 16: many distinct tokens")
+	p("## Many distinct tokens")
 	p("")
 	p("idp-proxy verifies each token once and caches the result (`idp.verified_cache_size`, 10,000 by default). Here every request of the `*-distinct` cases carries a different valid RS256 token, cycling through more tokens than the cache holds, from where the previous run stopped, so nearly every request is a cache miss and pays a signature verification. Compared in the same interleaved group: `bare-proxy` (bench/bareproxy, no authentication); `idp-repeated` (one valid token on every request: cache hits); `idp-distinct`; `naive-distinct` = bench/naiveproxy, the bare proxy verifying every token with golang-jwt/jwt/v5 + keyfunc/v3 (RS256, iss, exp, aud), no cache; `o2p-*` = oauth2-proxy with `--skip-jwt-bearer-tokens` (go-oidc verification, no cache), as shipped: its upstream transport keeps Go's default 2 idle connections per host.")
 	p("")
@@ -135,7 +135,7 @@ func (r *report) issue16Markdown(p func(string, ...any)) {
 	p("")
 	p("| target | want | got | met | margin |")
 	p("|---|---|---|---|---|")
-	for _, t := range r.Issue16 {
+	for _, t := range r.TokenTargets {
 		met := "met"
 		if !t.Met {
 			met = "**missed**"
