@@ -1,22 +1,14 @@
 package proxy
 
 import (
-	"context"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
@@ -70,8 +62,7 @@ type Proxy struct {
 	badRule           *rule // label of requests rejected before any rule
 	maxBody           int64
 
-	ridPrefix string
-	ridSeq    atomic.Uint64
+	rids requestIDs
 }
 
 // compiled is everything New derives from a Config and the plugin's
@@ -220,9 +211,7 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 	p.preflightRule.metrics = p.metrics.forRule(p.preflightRule.label)
 	p.verifyRule.metrics = p.metrics.forRule(p.verifyRule.label)
 
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	p.ridPrefix = hex.EncodeToString(b[:]) + "-"
+	p.rids.init()
 
 	if p.upstream == nil {
 		return p, nil // forward-auth only: nothing is forwarded
@@ -235,66 +224,8 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 		}
 		tr = t
 	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		Transport:      timedTransport{rt: tr, ok: p.metrics.upstreamOK, fail: p.metrics.upstreamFail},
-		ErrorHandler:   p.upstreamError,
-		ModifyResponse: p.modifyResponse,
-		BufferPool:     newBufferPool(),
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	p.rp = p.newReverseProxy(tr)
 	return p, nil
-}
-
-// newTransport returns the upstream transport of a sidecar: one upstream,
-// many concurrent requests, loopback or a nearby host.
-func newTransport(c UpstreamConfig) (*http.Transport, error) {
-	tlsCfg, err := upstreamTLS(c)
-	if err != nil {
-		return nil, err
-	}
-	return &http.Transport{
-		TLSClientConfig:        tlsCfg,
-		Proxy:                  nil, // the upstream is next door: never an environment proxy
-		DialContext:            (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           2 * c.MaxIdleConnsPerHost,
-		MaxIdleConnsPerHost:    c.MaxIdleConnsPerHost,
-		IdleConnTimeout:        c.IdleTimeout,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ExpectContinueTimeout:  1 * time.Second,
-		ResponseHeaderTimeout:  c.Timeout,
-		MaxResponseHeaderBytes: 1 << 20,
-		// Pass the client's Accept-Encoding and the upstream's encoding
-		// through untouched instead of decompressing.
-		DisableCompression: true,
-	}, nil
-}
-
-// upstreamTLS is the TLS client configuration for an https upstream: the
-// CA file's authorities (else the system's), the client certificate when
-// set, TLS 1.2 at least.
-func upstreamTLS(c UpstreamConfig) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: upstream.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("proxy: upstream.ca_file %s holds no PEM certificate", c.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: upstream.client_cert_file/client_key_file: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
 }
 
 // Plugin returns the proxy's pkg/idp plugin.
@@ -306,7 +237,7 @@ func (p *Proxy) Table() string { return p.rules.table(p.authPrefix) }
 // ServeHTTP judges and forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rid := p.requestID(r.Header["X-Request-Id"])
+	rid := p.rids.id(r.Header["X-Request-Id"])
 	ridv := []string{rid}
 	r.Header["X-Request-Id"] = ridv // read by rewrite; the client's is replaced
 	w.Header()["X-Request-Id"] = ridv
@@ -429,152 +360,4 @@ func (p *Proxy) serveAuthRoutes(w http.ResponseWriter, r *http.Request) {
 		r2.Header["Authorization"] = auth
 	}
 	p.authRoutes.ServeHTTP(w, r2)
-}
-
-// rewrite builds the upstream request. ReverseProxy has already removed
-// the hop-by-hop headers (those named in Connection included) and the
-// client's X-Forwarded-For/-Host/-Proto and Forwarded; nothing set here
-// can be removed by the client.
-func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(p.upstream)
-	out := pr.Out.Header
-	if up := out["Upgrade"]; len(up) > 0 && !(len(up) == 1 && strings.EqualFold(up[0], "websocket")) {
-		// Only WebSocket upgrades pass; others (h2c, TLS, ...) could
-		// tunnel past the rules. The request goes on as plain HTTP.
-		delete(out, "Upgrade")
-		delete(out, "Connection")
-	}
-	p.headers.stripAll(out)
-	in := pr.In.Header
-	if p.headers.trustForwarded {
-		if v := in["X-Forwarded-For"]; len(v) > 0 {
-			out["X-Forwarded-For"] = v
-		}
-	}
-	pr.SetXForwarded()
-	if p.headers.trustForwarded {
-		for _, k := range [...]string{"X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
-			if v := in[k]; len(v) > 0 {
-				out[k] = v
-			}
-		}
-	}
-	out["X-Request-Id"] = in["X-Request-Id"]
-	if len(p.credentialCookies) > 0 {
-		stripCookies(out, p.credentialCookies) // never forwarded
-	}
-	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
-		p.headers.setIdentity(out, id.User, id.Raw, bearerValue(in, id.Raw), id.Payload.EmailVerified)
-	}
-}
-
-// upstreamError answers failures to reach the upstream: 504 on timeout,
-// 413 when the body exceeded the limit, 502 otherwise.
-func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
-	var mbe *http.MaxBytesError
-	var ne net.Error
-	status, detail := http.StatusBadGateway, "the upstream service is unavailable"
-	var bodyErr *bodyError
-	switch {
-	case errors.As(err, &mbe):
-		status, detail = http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)
-	case errors.As(err, &bodyErr) && r.Context().Err() == nil:
-		// The client's body did not parse (a bad chunk): its fault, not
-		// the upstream's.
-		p.log.Info("malformed request body", "request_id", r.Header.Get("X-Request-Id"), "error", bodyErr)
-		w.Header().Set("Connection", "close")
-		problem.Write(w, http.StatusBadRequest, errMalformedBody.Error())
-		return
-	case r.Context().Err() != nil:
-		// The client went away; nobody reads this answer.
-		p.log.Debug("client gone before the upstream answered", "request_id", r.Header.Get("X-Request-Id"), "error", err)
-		problem.Write(w, http.StatusBadGateway, detail)
-		return
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		status, detail = http.StatusGatewayTimeout, "the upstream service did not answer in time"
-	}
-	p.log.Warn("upstream request failed", "request_id", r.Header.Get("X-Request-Id"),
-		"method", r.Method, "path", r.URL.Path, "status", status, "error", err)
-	problem.Write(w, status, detail)
-}
-
-// modifyResponse keeps the proxy's X-Request-Id the only one in the
-// response and drops the upstream's Set-Cookie lines for the proxy's own
-// cookies.
-func (p *Proxy) modifyResponse(resp *http.Response) error {
-	delete(resp.Header, "X-Request-Id")
-	if removed := p.reserved.strip(resp.Header); removed != nil {
-		p.log.Warn("the upstream tried to set the proxy's own cookies; removed",
-			"request_id", resp.Request.Header.Get("X-Request-Id"), "cookies", removed)
-	}
-	return nil
-}
-
-// requestID returns the client's X-Request-Id when it is one short token
-// of [A-Za-z0-9._:-], else a new one.
-func (p *Proxy) requestID(sent []string) string {
-	if len(sent) == 1 && validRequestID(sent[0]) {
-		return sent[0]
-	}
-	var buf [32]byte
-	b := append(buf[:0], p.ridPrefix...)
-	n := p.ridSeq.Add(1)
-	const digits = "0123456789abcdef"
-	var tmp [16]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = digits[n&0xf]
-		n >>= 4
-		if n == 0 {
-			break
-		}
-	}
-	b = append(b, tmp[i:]...)
-	return string(b)
-}
-
-func validRequestID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-			return false
-		}
-	}
-	return true
-}
-
-// bufferPool lends ReverseProxy its 32 KiB copy buffers: a bounded free
-// list on a channel, which (unlike a sync.Pool of *[]byte) costs no
-// allocation to give a buffer back. Buffers beyond its capacity are left
-// to the garbage collector.
-type bufferPool struct{ free chan []byte }
-
-// bufferPoolSize bounds the idle buffers kept: 256 × 32 KiB = 8 MiB.
-const bufferPoolSize = 256
-
-func newBufferPool() *bufferPool {
-	return &bufferPool{free: make(chan []byte, bufferPoolSize)}
-}
-
-func (bp *bufferPool) Get() []byte {
-	select {
-	case b := <-bp.free:
-		return b
-	default:
-		return make([]byte, 32<<10)
-	}
-}
-
-func (bp *bufferPool) Put(b []byte) {
-	if cap(b) < 32<<10 {
-		return
-	}
-	select {
-	case bp.free <- b[:32<<10]:
-	default:
-	}
 }
