@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -174,36 +173,36 @@ func (c Config) withDefaults() Config {
 // Every error is prefixed "proxy: " and names its key.
 func (c Config) validate() error {
 	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("proxy: "+format, args...))
+	bad := func(k []string, format string, args ...any) {
+		errs = append(errs, keyErrorf(k, format, args...))
 	}
 	if c.Upstream.URL == "" {
 		if !c.ForwardAuth.Enabled {
-			bad("upstream.url is required (unless forward_auth.enabled: forward-auth only)")
+			bad(keys("upstream.url", "forward_auth.enabled"), "upstream.url is required (unless forward_auth.enabled: forward-auth only)")
 		}
 	} else if u, err := url.Parse(c.Upstream.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		bad("upstream.url %q: want http(s)://host[:port][/path], without user info, query or fragment", c.Upstream.URL)
+		bad(keys("upstream.url"), "upstream.url %q: want http(s)://host[:port][/path], without user info, query or fragment", c.Upstream.URL)
 	} else if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			bad("upstream.url %q: port %q is not a TCP port (1-65535)", c.Upstream.URL, p)
+			bad(keys("upstream.url"), "upstream.url %q: port %q is not a TCP port (1-65535)", c.Upstream.URL, p)
 		}
 	}
 	if c.Upstream.Timeout < 0 {
-		bad("upstream.timeout must not be negative, got %s", c.Upstream.Timeout)
+		bad(keys("upstream.timeout"), "upstream.timeout must not be negative, got %s", c.Upstream.Timeout)
 	}
 	if c.Upstream.MaxIdleConnsPerHost < 0 {
-		bad("upstream.max_idle_conns_per_host must not be negative, got %d", c.Upstream.MaxIdleConnsPerHost)
+		bad(keys("upstream.max_idle_conns_per_host"), "upstream.max_idle_conns_per_host must not be negative, got %d", c.Upstream.MaxIdleConnsPerHost)
 	}
 	if c.Upstream.IdleTimeout < 0 {
-		bad("upstream.idle_timeout must not be negative, got %s", c.Upstream.IdleTimeout)
+		bad(keys("upstream.idle_timeout"), "upstream.idle_timeout must not be negative, got %s", c.Upstream.IdleTimeout)
 	}
 	if (c.Upstream.ClientCertFile == "") != (c.Upstream.ClientKeyFile == "") {
-		bad("upstream.client_cert_file and upstream.client_key_file go together: set both or neither")
+		bad(keys("upstream.client_cert_file", "upstream.client_key_file"), "upstream.client_cert_file and upstream.client_key_file go together: set both or neither")
 	}
 	switch c.DefaultPolicy {
 	case PolicyAuthenticated, PolicyDeny:
 	default:
-		bad("default_policy %q: want authenticated or deny", c.DefaultPolicy)
+		bad(keys("default_policy"), "default_policy %q: want authenticated or deny", c.DefaultPolicy)
 	}
 	errs = append(errs, c.Headers.validate()...)
 	return errors.Join(errs...)

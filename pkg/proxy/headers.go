@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -242,18 +241,18 @@ func (c HeadersConfig) validate() []error {
 			continue
 		}
 		if !validHeaderName(f.name) {
-			errs = append(errs, fmt.Errorf("proxy: %s %q is not a valid header name", f.key, f.name))
+			errs = append(errs, keyErrorf(keys(f.key), "%s %q is not a valid header name", f.key, f.name))
 			continue
 		}
 		folded := foldName(f.name)
 		if prev, dup := seen[folded]; dup {
-			errs = append(errs, fmt.Errorf("proxy: %s %q is the same header as %s", f.key, f.name, prev))
+			errs = append(errs, keyErrorf(keys(f.key, prev), "%s %q is the same header as %s", f.key, f.name, prev))
 		}
 		seen[folded] = f.key
 		switch {
 		case folded == "authorization", folded == "host", folded == "cookie", folded == "x-request-id",
 			folded == "connection", folded == "forwarded", strings.HasPrefix(folded, "x-forwarded-"):
-			errs = append(errs, fmt.Errorf("proxy: %s %q is reserved: choose another header name", f.key, f.name))
+			errs = append(errs, keyErrorf(keys(f.key), "%s %q is reserved: choose another header name", f.key, f.name))
 		}
 	}
 	return errs

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -65,88 +64,6 @@ type Proxy struct {
 	rids requestIDs
 }
 
-// compiled is everything New derives from a Config and the plugin's
-// settings without side effects.
-type compiled struct {
-	cfg        Config
-	rules      *ruleSet
-	headers    *headerRules
-	upstream   *url.URL // nil: forward-auth only
-	authPrefix string   // "" unless the plugin serves its /auth routes
-	fa         *forwardAuth
-}
-
-// compile checks cfg against the plugin configuration ic (defaults
-// applied) and compiles the rules.
-func compile(cfg Config, ic idp.Config) (*compiled, error) {
-	cfg = cfg.withDefaults()
-	var errs []error
-	if err := cfg.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, p := range ic.ExcludedPaths {
-		if reason := checkPath(p); reason != "" {
-			errs = append(errs, fmt.Errorf("proxy: idp.excluded_paths: %q: %s", p, reason))
-		}
-	}
-	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	authPrefix := ""
-	if ic.IncludeRoutes {
-		authPrefix = ic.AuthPrefix
-		if reason := checkPath(authPrefix); reason != "" {
-			errs = append(errs, fmt.Errorf("proxy: idp.auth_prefix %q: %s", authPrefix, reason))
-		} else if authPrefix == "/" {
-			errs = append(errs, errors.New("proxy: idp.auth_prefix must not be \"/\" when include_routes is true: it would hide the upstream"))
-		}
-		for i, rc := range cfg.Routes {
-			if p := patternPath(rc.Match); isUnder(p, authPrefix) {
-				errs = append(errs, fmt.Errorf("proxy: routes[%d] %q lies under idp.auth_prefix %q, which the /auth routes serve (include_routes): it would never apply",
-					i, rc.Match, authPrefix))
-			}
-		}
-		for _, e := range ic.ExcludedPaths {
-			if isUnder(e, authPrefix) {
-				errs = append(errs, fmt.Errorf("proxy: idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, authPrefix))
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	fa, err := compileForwardAuth(cfg.ForwardAuth, ic.AuthPrefix)
-	if err != nil {
-		return nil, err
-	}
-	var u *url.URL
-	if cfg.Upstream.URL != "" {
-		u, _ = url.Parse(cfg.Upstream.URL) // validated
-	}
-	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, authPrefix: authPrefix, fa: fa}, nil
-}
-
-// Check validates cfg together with the plugin configuration it will run
-// with (idp.Config.Validate, then the rules against its excluded paths and
-// auth prefix), without building a plugin or contacting anything, and
-// returns the compiled rule table as check-config prints it. The error
-// lists every problem found, one per line.
-func Check(cfg Config, ic idp.Config) (string, error) {
-	var errs []error
-	if err := ic.Validate(); err != nil {
-		errs = append(errs, err)
-	}
-	c, err := compile(cfg, ic.WithDefaults())
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return "", errors.Join(errs...)
-	}
-	return c.rules.table(c.authPrefix), nil
-}
-
 // New compiles cfg and returns a Proxy that judges requests with plugin
 // (built by the caller with idp.New, and closed by the caller after the
 // proxy stops serving). Like idp.New it does not wait for the provider:
@@ -157,11 +74,31 @@ func New(plugin *idp.Plugin, cfg Config, o Options) (*Proxy, error) {
 	if plugin == nil {
 		return nil, errors.New("proxy: New needs an *idp.Plugin")
 	}
-	ic := plugin.Config()
-	c, err := compile(cfg, ic)
+	c, err := compile(cfg, plugin.Config())
 	if err != nil {
 		return nil, err
 	}
+	return build(plugin, c, o)
+}
+
+// NewCompiled is New with rules compiled by Compile, against the
+// configuration plugin was built from. A Compiled serves one Proxy.
+func NewCompiled(plugin *idp.Plugin, c *Compiled, o Options) (*Proxy, error) {
+	if plugin == nil {
+		return nil, errors.New("proxy: NewCompiled needs an *idp.Plugin")
+	}
+	if !c.sameCompileInputs(plugin.Config()) {
+		return nil, errors.New("proxy: NewCompiled: the plugin's include_routes, auth_prefix or excluded_paths differ from those the rules were compiled against")
+	}
+	if c.used.Swap(true) {
+		return nil, errors.New("proxy: NewCompiled: this Compiled already serves a Proxy: compile again")
+	}
+	return build(plugin, c.c, o)
+}
+
+// build makes the Proxy of compiled rules c.
+func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
+	ic := plugin.Config()
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -331,22 +268,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	p.rp.ServeHTTP(w, r)
 	return v
-}
-
-// patternPath returns the path of a ServeMux pattern "[METHOD ][HOST]/PATH".
-func patternPath(pattern string) string {
-	if _, rest, ok := strings.Cut(strings.TrimSpace(pattern), " "); ok {
-		pattern = strings.TrimLeft(rest, " \t")
-	}
-	if i := strings.IndexByte(pattern, '/'); i >= 0 {
-		return pattern[i:]
-	}
-	return ""
-}
-
-// isUnder reports whether path is prefix or below it.
-func isUnder(path, prefix string) bool {
-	return path == prefix || (len(path) > len(prefix) && strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
 }
 
 // serveAuthRoutes serves the idp /auth routes in the proxy itself. They

@@ -79,7 +79,7 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.
-			errs = append(errs, fmt.Errorf("proxy: routes[%d] %q: its path %q is in idp.excluded_paths, which serves it without a token before any rule: remove one of the two", i, rc.Match, p))
+			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "routes[%d] %q: its path %q is in idp.excluded_paths, which serves it without a token before any rule: remove one of the two", i, rc.Match, p))
 			continue
 		}
 		if err := register(rs.mux, r.pattern, r); err != nil {

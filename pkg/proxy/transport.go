@@ -65,18 +65,18 @@ func upstreamTLS(c UpstreamConfig) (*tls.Config, error) {
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: upstream.ca_file: %w", err)
+			return nil, keyErrorf(keys("upstream.ca_file"), "upstream.ca_file: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("proxy: upstream.ca_file %s holds no PEM certificate", c.CAFile)
+			return nil, keyErrorf(keys("upstream.ca_file"), "upstream.ca_file %s holds no PEM certificate", c.CAFile)
 		}
 		cfg.RootCAs = pool
 	}
 	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: upstream.client_cert_file/client_key_file: %w", err)
+			return nil, keyErrorf(keys("upstream.client_cert_file"), "upstream.client_cert_file/client_key_file: %w", err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// compiled is everything New derives from a Config and the plugin's
+// settings without side effects.
+type compiled struct {
+	cfg        Config
+	rules      *ruleSet
+	headers    *headerRules
+	upstream   *url.URL // nil: forward-auth only
+	authPrefix string   // "" unless the plugin serves its /auth routes
+	fa         *forwardAuth
+}
+
+// compile checks cfg against the plugin configuration ic (defaults
+// applied) and compiles the rules.
+func compile(cfg Config, ic idp.Config) (*compiled, error) {
+	cfg = cfg.withDefaults()
+	var errs []error
+	if err := cfg.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range ic.ExcludedPaths {
+		if reason := checkPath(p); reason != "" {
+			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "idp.excluded_paths: %q: %s", p, reason))
+		}
+	}
+	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	authPrefix := ""
+	if ic.IncludeRoutes {
+		authPrefix = ic.AuthPrefix
+		if reason := checkPath(authPrefix); reason != "" {
+			errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "idp.auth_prefix %q: %s", authPrefix, reason))
+		} else if authPrefix == "/" {
+			errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "idp.auth_prefix must not be \"/\" when include_routes is true: it would hide the upstream"))
+		}
+		for i, rc := range cfg.Routes {
+			if p := patternPath(rc.Match); isUnder(p, authPrefix) {
+				errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "routes[%d] %q lies under idp.auth_prefix %q, which the /auth routes serve (include_routes): it would never apply",
+					i, rc.Match, authPrefix))
+			}
+		}
+		for _, e := range ic.ExcludedPaths {
+			if isUnder(e, authPrefix) {
+				errs = append(errs, keyErrorf(keys("idp.excluded_paths", "idp.auth_prefix"), "idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, authPrefix))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	fa, err := compileForwardAuth(cfg.ForwardAuth, ic.AuthPrefix)
+	if err != nil {
+		return nil, err
+	}
+	var u *url.URL
+	if cfg.Upstream.URL != "" {
+		u, _ = url.Parse(cfg.Upstream.URL) // validated
+	}
+	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, authPrefix: authPrefix, fa: fa}, nil
+}
+
+// Compiled is a Config checked and its rules compiled against the plugin
+// configuration it will run with, by Compile: what check-config prints
+// (Table) and what NewCompiled serves, so that a program compiles once.
+type Compiled struct {
+	c  *compiled
+	ic idp.Config // defaults applied
+	// used marks a Compiled already given to NewCompiled: the proxy
+	// attaches its metrics to the compiled rules, which therefore serve
+	// one proxy only.
+	used atomic.Bool
+}
+
+// Compile validates cfg together with the plugin configuration ic it will
+// run with (idp.Config.Validate, then the rules against its excluded paths
+// and auth prefix) and compiles the rules, without building a plugin or
+// contacting anything. The error lists every problem found, one per line.
+func Compile(cfg Config, ic idp.Config) (*Compiled, error) {
+	var errs []error
+	if err := ic.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	ic = ic.WithDefaults()
+	c, err := compile(cfg, ic)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return &Compiled{c: c, ic: ic}, nil
+}
+
+// Table returns the compiled rule table in the order requests are judged,
+// as check-config prints it.
+func (c *Compiled) Table() string { return c.c.rules.table(c.c.authPrefix) }
+
+// Check is Compile returning the rule table only.
+func Check(cfg Config, ic idp.Config) (string, error) {
+	c, err := Compile(cfg, ic)
+	if err != nil {
+		return "", err
+	}
+	return c.Table(), nil
+}
+
+// sameCompileInputs reports whether the plugin configuration p (defaults
+// applied) agrees with c's in every field compile reads.
+func (c *Compiled) sameCompileInputs(p idp.Config) bool {
+	return p.IncludeRoutes == c.ic.IncludeRoutes && p.AuthPrefix == c.ic.AuthPrefix &&
+		slices.Equal(p.ExcludedPaths, c.ic.ExcludedPaths)
+}
+
+// patternPath returns the path of a ServeMux pattern "[METHOD ][HOST]/PATH".
+func patternPath(pattern string) string {
+	if _, rest, ok := strings.Cut(strings.TrimSpace(pattern), " "); ok {
+		pattern = strings.TrimLeft(rest, " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		return pattern[i:]
+	}
+	return ""
+}
+
+// isUnder reports whether path is prefix or below it.
+func isUnder(path, prefix string) bool {
+	return path == prefix || (len(path) > len(prefix) && strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
+}

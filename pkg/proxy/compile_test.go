@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+func TestCompileThenNewCompiled(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	s := testConfig(idpSrv, up.URL)
+	c, err := Compile(s.Config, s.IDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := Check(s.Config, s.IDP)
+	if err != nil || c.Table() != table {
+		t.Fatalf("Compile's table differs from Check's (%v):\n%s\n%s", err, c.Table(), table)
+	}
+	plugin, err := idp.New(context.Background(), s.IDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plugin.Close() })
+	p, err := NewCompiled(plugin, c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Table() != table {
+		t.Errorf("the proxy's table differs from the compiled one")
+	}
+	if _, err := NewCompiled(plugin, c, Options{}); err == nil {
+		t.Error("a Compiled served a second proxy")
+	}
+
+	// Rules compiled against other excluded paths do not fit the plugin.
+	other := s.IDP
+	other.ExcludedPaths = []string{"/metrics"}
+	c2, err := Compile(s.Config, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCompiled(plugin, c2, Options{}); err == nil || !strings.Contains(err.Error(), "excluded_paths") {
+		t.Errorf("a plugin of another configuration: %v", err)
+	}
+}
+
+func TestConfigErrorsNameTheirKeys(t *testing.T) {
+	idpSrv := newProvider(t)
+	s := testConfig(idpSrv, "ftp://x")
+	s.Headers.User = "X-Same"
+	s.Headers.Email = "x-same"
+	_, err := Compile(s.Config, s.IDP)
+	got := map[string]bool{}
+	var walk func(error)
+	walk = func(err error) {
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			got[ke.Key] = true
+			walk(ke.Err)
+		}
+		if u, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	for _, k := range []string{"upstream.url", "headers.email", "headers.user"} {
+		if !got[k] {
+			t.Errorf("no *KeyError for %s in %v (found %v)", k, err, got)
+		}
+	}
+}
