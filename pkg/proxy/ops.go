@@ -3,12 +3,22 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
+
+// OpsOptions adjust the operations endpoints.
+type OpsOptions struct {
+	// Extra are further endpoints by http.ServeMux pattern, such as Go's
+	// profiler under "/debug/pprof/" (only on a listener nobody else
+	// reaches). pkg/proxy does not import net/http/pprof itself: its
+	// init registers on http.DefaultServeMux. [none]
+	Extra map[string]http.Handler
+}
 
 // OpsHandler serves the operations endpoints, meant for their own listener
 // (metrics_listen) so that they are never exposed with the upstream:
@@ -20,13 +30,22 @@ import (
 //	GET /metrics  Prometheus metrics of this proxy (Options.Metrics)
 //
 // /ping and /ready are oauth2-proxy's names, for probes written for it.
+// Reloadable.OpsHandler serves the same across reloads, with options.
 func (p *Proxy) OpsHandler() http.Handler {
+	return opsHandler(p.metrics, p.Readyz, OpsOptions{})
+}
+
+// opsHandler is the operations mux of OpsHandler, with readiness by ready.
+func opsHandler(m *Metrics, ready http.HandlerFunc, o OpsOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", Healthz)
 	mux.HandleFunc("GET /ping", Healthz)
-	mux.HandleFunc("GET /readyz", p.Readyz)
-	mux.HandleFunc("GET /ready", p.Readyz)
-	mux.Handle("GET /metrics", p.metrics.Handler())
+	mux.HandleFunc("GET /readyz", ready)
+	mux.HandleFunc("GET /ready", ready)
+	mux.Handle("GET /metrics", m.Handler())
+	for pattern, h := range o.Extra {
+		mux.Handle(pattern, h)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, http.StatusNotFound, "operations endpoints: GET /healthz (/ping), /readyz (/ready), /metrics")
 	})
@@ -70,6 +89,14 @@ func (p *Proxy) upstreamReachable(ctx context.Context) bool {
 	}
 	_ = c.Close()
 	return true
+}
+
+// writeDraining answers readiness while the program drains.
+func writeDraining(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, `{"status":"draining"}`+"\n")
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
