@@ -151,7 +151,7 @@ time: secret files are not read and missing secrets are not errors.`,
 			if err != nil {
 				return err
 			}
-			table, err := cfg.CheckWith(config.CheckOptions{NoSecrets: noSecrets})
+			c, err := config.Compile(cfg, config.CompileOptions{NoSecrets: noSecrets})
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ time: secret files are not read and missing secrets are not errors.`,
 				metrics = "off"
 			}
 			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s/realms/%s\n\n%s",
-				name, cfg.Listen, metrics, cfg.Upstream.URL, strings.TrimRight(cfg.IDP.ServerURL, "/"), cfg.IDP.Realm, table)
+				name, cfg.Listen, metrics, cfg.Upstream.URL, strings.TrimRight(cfg.IDP.ServerURL, "/"), cfg.IDP.Realm, c.Proxy.Table())
 			return err
 		},
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
-	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/internal/server"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
@@ -67,139 +66,71 @@ Signals:
 	}
 }
 
-// generation is one configuration in service: its plugin, its proxy and
-// the requests it is serving.
-type generation struct {
-	file     config.File
-	ic       idp.Config
-	plugin   *idp.Plugin
-	proxy    *proxy.Proxy
-	inflight atomic.Int64
-}
-
-// running is the proxy handler across reloads: every request is served by
-// the generation current when it arrived.
+// running is what serve keeps across reloads.
 type running struct {
-	cur      atomic.Pointer[generation]
-	draining atomic.Bool
-	metrics  *proxy.Metrics
-	log      *slog.Logger
+	rl      *proxy.Reloadable // nil until the first build is served
+	metrics *proxy.Metrics
+	log     *slog.Logger
+	// cur is the configuration in service; only the goroutine that starts
+	// and reloads reads and writes it.
+	cur active
 	// sessions is the Redis session store opened at start (session.store
-	// redis), shared by every generation; nil otherwise.
+	// redis), shared by every configuration; nil otherwise.
 	sessions    *redisstore.Store
 	sessionsURL string
-	pprof       bool // /debug/pprof/ on the operations listener
 }
 
-func (rn *running) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g := rn.acquire()
-	defer g.inflight.Add(-1)
-	g.proxy.ServeHTTP(w, r)
+// active is a configuration in service: the file and the plugin
+// configuration its plugin was built from.
+type active struct {
+	file config.File
+	ic   idp.Config
 }
 
-// forwardAuth serves the forward-auth listener across reloads, counting
-// its requests on their generation like ServeHTTP.
-func (rn *running) forwardAuth() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g := rn.acquire()
-		defer g.inflight.Add(-1)
-		g.proxy.ForwardAuthHandler().ServeHTTP(w, r)
-	})
-}
-
-// acquire returns the current generation with one more request counted in
-// flight; the caller subtracts it when done.
-func (rn *running) acquire() *generation {
-	for {
-		g := rn.cur.Load()
-		g.inflight.Add(1)
-		// A reload that swapped g out between the Load and the Add may
-		// already have seen no request in flight and retired g's plugin:
-		// count on the current generation instead. retire starts only
-		// after the swap, so a request counted on a still-current g
-		// holds its plugin open.
-		if rn.cur.Load() == g {
-			return g
-		}
-		g.inflight.Add(-1)
-	}
-}
-
-// opsHandler serves the operations endpoints across reloads; readiness
-// fails while draining.
-func (rn *running) opsHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", proxy.Healthz)
-	mux.HandleFunc("GET /ping", proxy.Healthz)
-	ready := func(w http.ResponseWriter, r *http.Request) {
-		if rn.draining.Load() {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"status":"draining"}`+"\n")
-			return
-		}
-		rn.cur.Load().proxy.Readyz(w, r)
-	}
-	mux.HandleFunc("GET /readyz", ready)
-	mux.HandleFunc("GET /ready", ready)
-	mux.Handle("GET /metrics", rn.metrics.Handler())
-	if rn.pprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, http.StatusNotFound, "operations endpoints: GET /healthz (/ping), /readyz (/ready), /metrics")
-	})
-	return mux
-}
-
-// build makes a generation of f, reusing prev's plugin when the idp
-// section did not change (its keys stay loaded).
-func (rn *running) build(ctx context.Context, f config.File, prev *generation) (*generation, error) {
-	if _, err := f.Check(); err != nil {
-		return nil, err
-	}
-	ic, err := f.PluginConfig()
+// build compiles f (config.Compile: the one compile step of serve, reload
+// and check-config) and makes its proxy, reusing the current plugin when
+// the idp section did not change (its keys stay loaded).
+func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, active, error) {
+	c, err := config.Compile(f, config.CompileOptions{})
 	if err != nil {
-		return nil, err
+		return nil, active{}, err
 	}
+	ic := c.IDP
 	ic.Logger = rn.log
 	if ic.Session != nil && f.Session.Store == config.StoreRedis {
 		if rn.sessions == nil || f.Session.RedisURL != rn.sessionsURL {
-			return nil, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
+			return nil, active{}, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
 		}
 		ic.Session.Backend = rn.sessions
 	}
-	g := &generation{file: f, ic: ic}
-	if prev != nil && sameIDP(prev.ic, ic) {
-		g.plugin = prev.plugin
-	} else {
-		if g.plugin, err = idp.New(ctx, ic); err != nil {
-			return nil, err
+	var prev *idp.Plugin
+	if rn.rl != nil {
+		prev = rn.rl.Current().Plugin()
+	}
+	plugin := prev
+	if prev == nil || !sameIDP(rn.cur.ic, ic) {
+		if plugin, err = idp.New(ctx, ic); err != nil {
+			return nil, active{}, err
 		}
 		if prev != nil {
 			// A new provider configuration must work before it takes over.
 			wctx, cancel := context.WithTimeout(ctx, ic.WithDefaults().HTTPTimeout)
-			err := g.plugin.WaitReady(wctx)
+			err := plugin.WaitReady(wctx)
 			cancel()
 			if err != nil {
-				_ = g.plugin.Close()
-				return nil, fmt.Errorf("idp-proxy: the new idp section's keys could not be loaded: %w", err)
+				_ = plugin.Close()
+				return nil, active{}, fmt.Errorf("idp-proxy: the new idp section's keys could not be loaded: %w", err)
 			}
 		}
 	}
-	g.proxy, err = proxy.New(g.plugin, f.Proxy(), proxy.Options{Logger: rn.log, AccessLog: rn.log, Metrics: rn.metrics})
+	px, err := proxy.NewCompiled(plugin, c.Proxy, proxy.Options{Logger: rn.log, AccessLog: rn.log, Metrics: rn.metrics})
 	if err != nil {
-		if prev == nil || g.plugin != prev.plugin {
-			_ = g.plugin.Close()
+		if plugin != prev {
+			_ = plugin.Close()
 		}
-		return nil, err
+		return nil, active{}, err
 	}
-	return g, nil
+	return px, active{file: f, ic: ic}, nil
 }
 
 // sameIDP reports whether two plugin configurations are the same but for
@@ -212,37 +143,25 @@ func sameIDP(a, b idp.Config) bool {
 // reload re-reads the configuration and swaps it in, or keeps the running
 // one and says why.
 func (rn *running) reload(ctx context.Context, load func() (config.File, error), shutdownTimeout time.Duration) {
-	prev := rn.cur.Load()
+	prev := rn.rl.Current()
 	f, err := load()
-	var g *generation
+	var px *proxy.Proxy
+	var next active
 	if err == nil {
-		g, err = rn.build(ctx, f, prev)
+		px, next, err = rn.build(ctx, f)
 	}
 	if err != nil {
 		rn.metrics.RecordReload(false)
 		rn.log.Error("configuration reload failed; the running configuration is kept", "error", err)
 		return
 	}
-	if diff := restartOnly(prev.file, f); len(diff) > 0 {
+	if diff := restartOnly(rn.cur.file, f); len(diff) > 0 {
 		rn.log.Warn("configuration reloaded, but these settings need a restart to apply", "keys", diff)
 	}
-	rn.cur.Store(g)
+	rn.cur = next
+	rn.rl.Swap(px, shutdownTimeout)
 	rn.metrics.RecordReload(true)
-	rn.log.Info("configuration reloaded", "upstream", f.Upstream.URL, "routes", len(f.Routes), "new_plugin", g.plugin != prev.plugin)
-	go retire(prev, g, shutdownTimeout)
-}
-
-// retire closes a replaced generation's plugin once its requests are done
-// (at most after timeout), unless the new generation kept it.
-func retire(old, cur *generation, timeout time.Duration) {
-	if old.plugin == cur.plugin {
-		return
-	}
-	deadline := time.Now().Add(timeout)
-	for old.inflight.Load() > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = old.plugin.Close()
+	rn.log.Info("configuration reloaded", "upstream", f.Upstream.URL, "routes", len(f.Routes), "new_plugin", px.Plugin() != prev.Plugin())
 }
 
 // restartOnly lists the settings that differ between a and b and apply
@@ -283,7 +202,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	rn := &running{metrics: proxy.NewMetrics(), log: log, pprof: cfg.Pprof}
+	rn := &running{metrics: proxy.NewMetrics(), log: log}
 	if cfg.Session.Enabled && cfg.Session.Store == config.StoreRedis {
 		octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 		rn.sessions, err = redisstore.Open(octx, cfg.Session.RedisURL, cfg.Session.RedisPrefix)
@@ -294,14 +213,15 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		rn.sessionsURL = cfg.Session.RedisURL
 		defer func() { _ = rn.sessions.Close() }()
 	}
-	g, err := rn.build(ctx, cfg, nil)
+	px, cur, err := rn.build(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	rn.cur.Store(g)
-	defer func() { _ = rn.cur.Load().plugin.Close() }()
+	rn.cur = cur
+	rn.rl = proxy.NewReloadable(px)
+	defer func() { _ = rn.rl.Current().Plugin().Close() }()
 	log.Info("starting idp-proxy", "version", buildinfo.String(), "upstream", cfg.Upstream.URL,
-		"issuer", g.plugin.Issuer())
+		"issuer", px.Plugin().Issuer())
 
 	var drain atomic.Bool
 	go func() {
@@ -332,7 +252,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		return fmt.Errorf("idp-proxy: listen: %w", err)
 	}
 	tls := cfg.TLS.CertFile != ""
-	listeners := []server.Listener{{Name: "proxy", Listener: ln, Handler: rn, TLS: tls}}
+	listeners := []server.Listener{{Name: "proxy", Listener: ln, Handler: rn.rl, TLS: tls}}
 	opsAddr := ""
 	if cfg.MetricsListen != "" {
 		mln, err := lc.Listen(ctx, "tcp", cfg.MetricsListen)
@@ -341,7 +261,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 			return fmt.Errorf("idp-proxy: listen for metrics: %w", err)
 		}
 		opsAddr = mln.Addr().String()
-		listeners = append(listeners, server.Listener{Name: "ops", Listener: mln, Handler: rn.opsHandler()})
+		listeners = append(listeners, server.Listener{Name: "ops", Listener: mln, Handler: rn.rl.OpsHandler(opsOptions(cfg.Pprof))})
 	}
 	if fa := cfg.ForwardAuth; fa.Enabled && fa.Listen != "" {
 		fln, err := lc.Listen(ctx, "tcp", fa.Listen)
@@ -352,7 +272,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 			return fmt.Errorf("idp-proxy: listen for forward-auth: %w", err)
 		}
 		log.Info("forward-auth verdicts", "listen", fln.Addr().String())
-		listeners = append(listeners, server.Listener{Name: "forward-auth", Listener: fln, Handler: rn.forwardAuth()})
+		listeners = append(listeners, server.Listener{Name: "forward-auth", Listener: fln, Handler: rn.rl.ForwardAuthHandler()})
 	}
 	if ready != nil {
 		ready(ln.Addr().String(), opsAddr)
@@ -367,7 +287,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		ShutdownTimeout:   s.ShutdownTimeout,
 		DrainDelay:        s.DrainDelay,
 		Drain:             drain.Load,
-		OnDrain:           func() { rn.draining.Store(true) },
+		OnDrain:           rn.rl.Drain,
 		TLSCertFile:       cfg.TLS.CertFile,
 		TLSKeyFile:        cfg.TLS.KeyFile,
 		TLSMinVersion:     minTLS,
@@ -379,4 +299,19 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// opsOptions are the operations listener's options: Go's profiler under
+// /debug/pprof/ when the pprof key is set.
+func opsOptions(withPprof bool) proxy.OpsOptions {
+	if !withPprof {
+		return proxy.OpsOptions{}
+	}
+	return proxy.OpsOptions{Extra: map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}}
 }

@@ -15,11 +15,18 @@ import (
 )
 
 // idpConfig returns the provider settings of cfg, checking only what the
-// token and verify commands need (the upstream may be unset).
-func idpConfig(cfg config.File) (idp.Config, error) {
-	ic, err := cfg.PluginConfig()
-	if err != nil {
-		return idp.Config{}, err
+// token and verify commands need (the upstream may be unset): those of
+// compiled when the command compiled the whole file, whose secret files
+// are read already.
+func idpConfig(cfg config.File, compiled *config.Compiled) (idp.Config, error) {
+	var ic idp.Config
+	if compiled != nil {
+		ic = compiled.IDP
+	} else {
+		var err error
+		if ic, err = cfg.PluginConfig(); err != nil {
+			return idp.Config{}, err
+		}
 	}
 	var errs []error
 	for _, f := range []struct{ key, v string }{
@@ -52,7 +59,7 @@ and prints it alone on stdout, for scripts:
 			if err != nil {
 				return err
 			}
-			ic, err := idpConfig(cfg)
+			ic, err := idpConfig(cfg, nil)
 			if err != nil {
 				return err
 			}

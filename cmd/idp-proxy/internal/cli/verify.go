@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
@@ -69,7 +70,14 @@ configured rules (which needs the whole configuration) and adds
 			if err != nil {
 				return err
 			}
-			ic, err := idpConfig(cfg)
+			// Judging a request needs the whole configuration; its errors
+			// come after those of the provider settings and the token.
+			var compiled *config.Compiled
+			var compileErr error
+			if request != "" {
+				compiled, compileErr = config.Compile(cfg, config.CompileOptions{})
+			}
+			ic, err := idpConfig(cfg, compiled)
 			if err != nil {
 				return err
 			}
@@ -77,15 +85,12 @@ configured rules (which needs the whole configuration) and adds
 			if err != nil {
 				return err
 			}
+			if compileErr != nil {
+				return compileErr
+			}
 			ic.Logger = slog.New(slog.DiscardHandler)
 			ctx, cancel := context.WithTimeout(cmd.Context(), ic.HTTPTimeout)
 			defer cancel()
-			if request != "" {
-				// Judging a request needs the whole configuration.
-				if _, err := cfg.Check(); err != nil {
-					return err
-				}
-			}
 			p, err := idp.New(ctx, ic)
 			if err != nil {
 				return err
@@ -93,7 +98,7 @@ configured rules (which needs the whole configuration) and adds
 			defer p.Close()
 			var px *proxy.Proxy
 			if request != "" {
-				if px, err = proxy.New(p, cfg.Proxy(), proxy.Options{}); err != nil {
+				if px, err = proxy.NewCompiled(p, compiled.Proxy, proxy.Options{}); err != nil {
 					return err
 				}
 			}

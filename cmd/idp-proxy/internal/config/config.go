@@ -1,17 +1,8 @@
-// Package config is idp-proxy's configuration file: its YAML shape, its
-// defaults, loading it with the environment and the command line's flags
-// over it, checking it, and turning it into the idp.Config and
-// proxy.Config the libraries take. Nothing here is needed to use pkg/idp
-// or pkg/proxy from Go.
 package config
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
-	"net"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,27 +121,32 @@ const (
 	DefaultMetricsListen = "127.0.0.1:9180"
 )
 
-// Default returns the file's defaults. The upstream URL and the idp
-// section's server_url, realm and client_id have none.
+// Default returns the file's defaults: pkg/idp's (idp.Config{}.WithDefaults,
+// its session defaults included) and pkg/proxy's (proxy.DefaultConfig),
+// which own them, and those of the program's own sections. The upstream
+// URL and the idp section's server_url, realm and client_id have none.
 func Default() File {
 	pd := proxy.DefaultConfig()
+	id := idp.Config{Session: &idp.SessionConfig{}}.WithDefaults()
 	return File{
 		Listen:        DefaultListen,
 		MetricsListen: DefaultMetricsListen,
 		Upstream:      pd.Upstream,
 		IDP: IDP{
-			TokenLocation: "header",
-			CookieName:    idp.DefaultCookieName,
-			AuthPrefix:    idp.DefaultAuthPrefix,
-			JWKSCacheTTL:  idp.DefaultJWKSCacheTTL,
-			Algorithms:    []string{"RS256"},
-			HTTPTimeout:   idp.DefaultHTTPTimeout,
-			Leeway:        idp.DefaultLeeway,
+			TokenLocation: strings.ToLower(string(id.TokenLocation)),
+			CookieName:    id.CookieName,
+			AuthPrefix:    id.AuthPrefix,
+			JWKSCacheTTL:  id.JWKSCacheTTL,
+			Algorithms:    id.Algorithms,
+			HTTPTimeout:   id.HTTPTimeout,
+			Leeway:        id.Leeway,
 
-			VerifiedCacheSize: idp.DefaultVerifiedCacheSize,
+			VerifiedCacheSize: id.VerifiedCacheSize,
 		},
 		DefaultPolicy: pd.DefaultPolicy,
 		Headers:       pd.Headers,
+		// internal/server applies the same values to zero timeouts and
+		// sizes; it exports none, so they are written here, once.
 		Server: Server{
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       30 * time.Second,
@@ -166,256 +162,9 @@ func Default() File {
 		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
 		Session: Session{
 			Store:         StoreCookie,
-			CookieName:    idp.DefaultSessionCookie,
-			MaxAge:        idp.DefaultSessionMaxAge,
-			RefreshMargin: idp.DefaultSessionRefreshMargin,
+			CookieName:    id.Session.CookieName,
+			MaxAge:        id.Session.MaxAge,
+			RefreshMargin: id.Session.RefreshMargin,
 		},
 	}
-}
-
-// withDefaults fills the zero fields of the sections only the program
-// uses; pkg/idp and pkg/proxy default their own.
-func (f File) withDefaults() File {
-	d := Default()
-	setStr := func(p *string, def string) {
-		if *p == "" {
-			*p = def
-		}
-	}
-	setDur := func(p *time.Duration, def time.Duration) {
-		if *p == 0 {
-			*p = def
-		}
-	}
-	setStr(&f.Listen, d.Listen)
-	setDur(&f.Server.ReadHeaderTimeout, d.Server.ReadHeaderTimeout)
-	setDur(&f.Server.ReadTimeout, d.Server.ReadTimeout)
-	setDur(&f.Server.WriteTimeout, d.Server.WriteTimeout)
-	setDur(&f.Server.IdleTimeout, d.Server.IdleTimeout)
-	setDur(&f.Server.ShutdownTimeout, d.Server.ShutdownTimeout)
-	if f.Server.MaxHeaderBytes == 0 {
-		f.Server.MaxHeaderBytes = d.Server.MaxHeaderBytes
-	}
-	setStr(&f.Log.Format, d.Log.Format)
-	setStr(&f.Log.Level, d.Log.Level)
-	return f
-}
-
-// Proxy returns the proxy's part of the file.
-func (f File) Proxy() proxy.Config {
-	return proxy.Config{
-		Upstream:      f.Upstream,
-		Routes:        f.Routes,
-		DefaultPolicy: f.DefaultPolicy,
-		Headers:       f.Headers,
-		MaxBodyBytes:  f.Server.MaxBodyBytes,
-
-		SkipAuthPreflight: f.SkipAuthPreflight,
-		ForwardAuth:       proxy.ForwardAuthConfig{Enabled: f.ForwardAuth.Enabled, TrustedCIDRs: f.ForwardAuth.TrustedCIDRs},
-	}
-}
-
-// PluginConfig translates the idp section into an idp.Config, reading the
-// secret files. Logger, HTTPClient and the other Go-only fields are left
-// for the caller.
-func (f File) PluginConfig() (idp.Config, error) { return f.pluginConfig(false) }
-
-// placeholderSecret stands for a secret that CheckOptions.NoSecrets does
-// not read.
-const placeholderSecret = "(not checked: --no-secrets) 32+ bytes placeholder"
-
-func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
-	c := f.IDP
-	var secret, session string
-	var err error
-	if noSecrets {
-		if c.ClientSecret != "" || c.ClientSecretFile != "" {
-			secret = placeholderSecret
-		}
-		session = placeholderSecret
-	} else {
-		if secret, err = secretValue("idp.client_secret", c.ClientSecret, c.ClientSecretFile); err != nil {
-			return idp.Config{}, err
-		}
-		if session, err = secretValue("idp.session_secret", c.SessionSecret, c.SessionSecretFile); err != nil {
-			return idp.Config{}, err
-		}
-	}
-	leeway := c.Leeway
-	if leeway == 0 {
-		leeway = -1 // explicitly none: idp reads 0 as "default"
-	}
-	cacheSize := c.VerifiedCacheSize
-	if cacheSize == 0 {
-		cacheSize = -1 // disabled: idp reads 0 as "default"
-	}
-	ic := idp.Config{
-		ServerURL:         c.ServerURL,
-		Realm:             c.Realm,
-		ClientID:          c.ClientID,
-		ClientSecret:      secret,
-		TokenLocation:     idp.TokenLocation(strings.ToUpper(c.TokenLocation)),
-		CookieName:        c.CookieName,
-		IncludeRoutes:     c.IncludeRoutes,
-		RedirectURI:       c.RedirectURI,
-		AuthPrefix:        c.AuthPrefix,
-		ExcludedPaths:     c.ExcludedPaths,
-		Audience:          c.Audience,
-		OptionalAudiences: c.OptionalAudiences,
-		JWKSCacheTTL:      c.JWKSCacheTTL,
-		Algorithms:        c.Algorithms,
-		HTTPTimeout:       c.HTTPTimeout,
-		Leeway:            leeway,
-		VerifiedCacheSize: cacheSize,
-	}
-	if session != "" {
-		ic.SessionSecret = []byte(session)
-	}
-	if ic.Session, err = f.Session.sessionConfig(noSecrets); err != nil {
-		return idp.Config{}, err
-	}
-	return ic, nil
-}
-
-// CheckOptions adjust File.CheckWith.
-type CheckOptions struct {
-	// NoSecrets checks a file whose secrets are not available here (they
-	// come from the environment or from files mounted at deploy time):
-	// secret files are not read and missing secrets are not errors; every
-	// other check runs.
-	NoSecrets bool
-}
-
-// Check validates the whole file without contacting anything: the
-// program's sections, the idp section (idp.Config.Validate) and the
-// proxy's (proxy.Check, which compiles the rules). It returns the rule
-// table check-config prints, and every problem found, one per line.
-func (f File) Check() (string, error) { return f.CheckWith(CheckOptions{}) }
-
-// CheckWith is Check with options.
-func (f File) CheckWith(o CheckOptions) (string, error) {
-	f = f.withDefaults()
-	var errs []error
-	if err := f.validate(); err != nil {
-		errs = append(errs, err)
-	}
-	ic, err := f.pluginConfig(o.NoSecrets)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	table, err := proxy.Check(f.Proxy(), ic)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	return table, f.blameEnvironment(errors.Join(errs...))
-}
-
-// validate reports the problems of the program's own sections, and the
-// idp section's spellings that idp.Config does not see. Every error is
-// prefixed "proxy: " and names its key.
-func (f File) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("proxy: "+format, args...))
-	}
-	if err := checkAddr(f.Listen); err != nil {
-		bad("listen %q: %v", f.Listen, err)
-	}
-	if f.MetricsListen != "" {
-		if err := checkAddr(f.MetricsListen); err != nil {
-			bad("metrics_listen %q: %v, or \"\" to disable", f.MetricsListen, err)
-		} else if _, port, _ := net.SplitHostPort(f.Listen); f.MetricsListen == f.Listen && port != "0" {
-			bad("metrics_listen must differ from listen (%s)", f.Listen)
-		}
-	}
-	switch strings.ToLower(f.IDP.TokenLocation) {
-	case "header", "cookie":
-	default:
-		bad("idp.token_location %q: want header or cookie", f.IDP.TokenLocation)
-	}
-	if f.IDP.ClientSecret != "" && f.IDP.ClientSecretFile != "" {
-		bad("idp.client_secret and idp.client_secret_file are exclusive: set one")
-	}
-	if f.IDP.SessionSecret != "" && f.IDP.SessionSecretFile != "" {
-		bad("idp.session_secret and idp.session_secret_file are exclusive: set one")
-	}
-	if f.IDP.Leeway < 0 {
-		bad("idp.leeway must not be negative, got %s", f.IDP.Leeway)
-	}
-	if f.IDP.VerifiedCacheSize < 0 {
-		bad("idp.verified_cache_size must not be negative (0 disables the cache), got %d", f.IDP.VerifiedCacheSize)
-	}
-	if (f.TLS.CertFile == "") != (f.TLS.KeyFile == "") {
-		bad("tls.cert_file and tls.key_file go together: set both or neither")
-	}
-	f.Session.validate(bad)
-	f.ForwardAuth.validate(bad)
-	if _, err := f.TLS.MinTLSVersion(); err != nil {
-		errs = append(errs, fmt.Errorf("proxy: %w", err))
-	}
-	switch strings.ToLower(f.Log.Format) {
-	case "json", "text":
-	default:
-		bad("log.format %q: want json or text", f.Log.Format)
-	}
-	switch strings.ToLower(f.Log.Level) {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level %q: want debug, info, warn or error", f.Log.Level)
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"server.read_header_timeout", f.Server.ReadHeaderTimeout},
-		{"server.read_timeout", f.Server.ReadTimeout},
-		{"server.write_timeout", f.Server.WriteTimeout},
-		{"server.idle_timeout", f.Server.IdleTimeout},
-		{"server.shutdown_timeout", f.Server.ShutdownTimeout},
-		{"server.drain_delay", f.Server.DrainDelay},
-	} {
-		if d.v < 0 {
-			bad("%s must not be negative, got %s", d.name, d.v)
-		}
-	}
-	if f.Server.MaxHeaderBytes < 0 {
-		bad("server.max_header_bytes must not be negative, got %d", f.Server.MaxHeaderBytes)
-	}
-	return errors.Join(errs...)
-}
-
-// checkAddr checks a listen address: host:port with a port of 0 (any
-// free port) to 65535, or a service name.
-func checkAddr(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("want host:port (%v)", err)
-	}
-	if n, err := strconv.Atoi(port); err == nil {
-		if n < 0 || n > 65535 {
-			return fmt.Errorf("port %d is not a TCP port (0-65535)", n)
-		}
-		return nil
-	}
-	if _, err := net.LookupPort("tcp", port); err != nil {
-		return fmt.Errorf("port %q is not a number or a known service", port)
-	}
-	return nil
-}
-
-// secretValue returns the inline value, or the content of file with
-// trailing newlines removed.
-func secretValue(name, inline, file string) (string, error) {
-	if file == "" {
-		return inline, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("proxy: %s_file: %w", name, err)
-	}
-	s := strings.TrimRight(string(b), "\r\n")
-	if s == "" {
-		return "", fmt.Errorf("proxy: %s_file %s is empty", name, file)
-	}
-	return s, nil
 }

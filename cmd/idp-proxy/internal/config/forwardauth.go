@@ -15,16 +15,16 @@ type ForwardAuth struct {
 	TrustedCIDRs []string `mapstructure:"trusted_cidrs"`
 }
 
-func (fa ForwardAuth) validate(bad func(string, ...any)) {
+func (fa ForwardAuth) validate(bad func([]string, string, ...any)) {
 	if !fa.Enabled {
 		return
 	}
 	if fa.Listen == "" && len(fa.TrustedCIDRs) == 0 {
-		bad("forward_auth: set listen (a listener for the ingress only) or trusted_cidrs (the ingress's addresses), or nobody may ask for a verdict")
+		bad(nil, "forward_auth: set listen (a listener for the ingress only) or trusted_cidrs (the ingress's addresses), or nobody may ask for a verdict")
 	}
 	if fa.Listen != "" {
 		if err := checkAddr(fa.Listen); err != nil {
-			bad("forward_auth.listen %q: %v", fa.Listen, err)
+			bad(keys("forward_auth.listen"), "forward_auth.listen %q: %v", fa.Listen, err)
 		}
 	}
 }

@@ -13,21 +13,21 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
-// checkDocument checks the YAML document before it is decoded: every key
-// is known (an unknown one is reported with its line and the closest known
-// key) and every scalar has its key's type, so that a mistake is reported
-// where it was made rather than as a decoder's message.
-func checkDocument(path string, raw []byte) error {
+// parseDocument parses the YAML file once and checks the tree before it is
+// decoded: every key is known (an unknown one is reported with its line and
+// the closest known key) and every scalar has its key's type, so that a
+// mistake is reported where it was made rather than as a decoder's message.
+func parseDocument(path string, raw []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return fmt.Errorf("proxy: config %s: %w", path, err)
+		return nil, fmt.Errorf("proxy: config %s: %w", path, err)
 	}
 	if len(doc.Content) == 0 {
-		return nil // empty file
+		return nil, nil // empty file
 	}
 	var errs []error
 	checkMapping(path, doc.Content[0], reflect.TypeFor[File](), "", &errs)
-	return errors.Join(errs...)
+	return &doc, errors.Join(errs...)
 }
 
 // checkMapping checks the mapping node n against the struct type t, whose

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -54,17 +53,22 @@ func Load(path string, o LoadOptions) (File, error) {
 			v.SetDefault(k, val)
 		}
 	}
-	var raw []byte
+	var doc *yaml.Node // the file, parsed once
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return File{}, fmt.Errorf("proxy: config: %w", err)
 		}
-		raw = b
-		if err := checkDocument(path, b); err != nil {
+		if doc, err = parseDocument(path, b); err != nil {
 			return File{}, err
 		}
-		if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		// viper gets the parsed tree, not the text: it would parse the
+		// YAML again.
+		var m map[string]any
+		if err := doc.Decode(&m); err != nil {
+			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
+		}
+		if err := v.MergeConfigMap(m); err != nil {
 			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
 		}
 	}
@@ -115,21 +119,19 @@ func Load(path string, o LoadOptions) (File, error) {
 	if err != nil {
 		return File{}, fmt.Errorf("proxy: config %s: %w", displayPath(path), err)
 	}
-	if raw != nil && len(c.Routes) > 0 {
+	if doc != nil && len(c.Routes) > 0 {
 		// viper lower-cases every map key, the client IDs of client_roles
 		// included; client IDs are case-sensitive, so the routes are
-		// decoded again from the YAML as written.
-		var doc struct {
+		// decoded from the parsed document as written.
+		var routes struct {
 			Routes []proxy.RouteConfig `yaml:"routes"`
 			Rest   map[string]any      `yaml:",inline"`
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		dec.KnownFields(true)
-		if err := dec.Decode(&doc); err != nil {
+		if err := doc.Decode(&routes); err != nil {
 			return File{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
 		}
-		if len(doc.Routes) == len(c.Routes) {
-			c.Routes = doc.Routes
+		if len(routes.Routes) == len(c.Routes) {
+			c.Routes = routes.Routes
 		}
 	}
 	if len(fromEnv) > 0 {
@@ -139,13 +141,14 @@ func Load(path string, o LoadOptions) (File, error) {
 }
 
 // blameEnvironment adds to err, for every key set by an environment
-// variable that err's messages name, a line that names the variable: the
-// value to fix is in the environment, not in the file.
+// variable that one of err's *KeyError names, a line that names the
+// variable: the value to fix is in the environment, not in the file.
 func (f File) blameEnvironment(err error) error {
 	if err == nil || len(f.fromEnv) == 0 {
 		return err
 	}
-	msg := err.Error()
+	named := map[string]bool{}
+	errorKeys(err, named)
 	keys := make([]string, 0, len(f.fromEnv))
 	for k := range f.fromEnv {
 		keys = append(keys, k)
@@ -153,27 +156,28 @@ func (f File) blameEnvironment(err error) error {
 	sort.Strings(keys)
 	notes := []error{err}
 	for _, k := range keys {
-		if mentionsKey(msg, k) {
+		if named[k] {
 			notes = append(notes, fmt.Errorf("proxy: %s comes from the environment variable %s, not from the file", k, f.fromEnv[k]))
 		}
 	}
 	return errors.Join(notes...)
 }
 
-// mentionsKey reports whether msg names the dotted key k as a whole word
-// ("listen" in `listen "x"`, not in "metrics_listen").
-func mentionsKey(msg, k string) bool {
-	word := func(c byte) bool { return c == '_' || c == '.' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
-	for i := 0; ; {
-		j := strings.Index(msg[i:], k)
-		if j < 0 {
-			return false
+// errorKeys adds to named the key of every *KeyError in err's tree
+// (errors.As would find the first only).
+func errorKeys(err error, named map[string]bool) {
+	if ke, ok := err.(*KeyError); ok {
+		named[ke.Key] = true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			errorKeys(e, named)
 		}
-		start, end := i+j, i+j+len(k)
-		if (start == 0 || !word(msg[start-1])) && (end == len(msg) || !word(msg[end])) {
-			return true
+	case interface{ Unwrap() error }:
+		if e := u.Unwrap(); e != nil {
+			errorKeys(e, named)
 		}
-		i = start + 1
 	}
 }
 

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -48,7 +47,7 @@ const (
 	StoreRedis  = "redis"
 )
 
-func (s Session) validate(bad func(string, ...any)) {
+func (s Session) validate(bad func([]string, string, ...any)) {
 	if !s.Enabled {
 		return
 	}
@@ -56,12 +55,12 @@ func (s Session) validate(bad func(string, ...any)) {
 	case StoreCookie:
 	case StoreRedis:
 		if s.RedisURL == "" {
-			bad("session.redis_url is required with session.store redis")
+			bad(keys("session.redis_url", "session.store"), "session.redis_url is required with session.store redis")
 		} else if _, err := redis.ParseURL(s.RedisURL); err != nil {
-			bad("session.redis_url: %v", err)
+			bad(keys("session.redis_url"), "session.redis_url: %v", err)
 		}
 	default:
-		bad("session.store %q: want cookie or redis", s.Store)
+		bad(keys("session.store"), "session.store %q: want cookie or redis", s.Store)
 	}
 }
 
@@ -80,7 +79,7 @@ func (s Session) sessionConfig(noSecrets bool) (*idp.SessionConfig, error) {
 	if s.PreviousSecretsFile != "" && !noSecrets {
 		f, err := os.Open(s.PreviousSecretsFile)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: session.previous_secrets_file: %w", err)
+			return nil, keyErrorf(keys("session.previous_secrets_file"), "session.previous_secrets_file: %w", err)
 		}
 		defer f.Close()
 		sc2 := bufio.NewScanner(f)
@@ -90,7 +89,7 @@ func (s Session) sessionConfig(noSecrets bool) (*idp.SessionConfig, error) {
 			}
 		}
 		if err := sc2.Err(); err != nil {
-			return nil, fmt.Errorf("proxy: session.previous_secrets_file: %w", err)
+			return nil, keyErrorf(keys("session.previous_secrets_file"), "session.previous_secrets_file: %w", err)
 		}
 	}
 	return sc, nil

@@ -1,0 +1,218 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
+)
+
+// Compiled is a checked configuration, ready to serve: what Compile makes
+// of a File, once, for serve (at start and at every reload) and
+// check-config alike.
+type Compiled struct {
+	// File is the configuration as loaded; serve reads its listeners,
+	// TLS, server limits and logging.
+	File File
+	// IDP is the plugin configuration, secret files read. Logger,
+	// HTTPClient and the Redis session backend are left to the caller.
+	IDP idp.Config
+	// Proxy holds the proxy's rules compiled against IDP, for
+	// proxy.NewCompiled; Proxy.Table() is the rule table check-config
+	// prints.
+	Proxy *proxy.Compiled
+}
+
+// CompileOptions adjust Compile.
+type CompileOptions struct {
+	// NoSecrets checks a file whose secrets are not available here (they
+	// come from the environment or from files mounted at deploy time):
+	// secret files are not read and missing secrets are not errors; every
+	// other check runs. Such a Compiled is for printing, not for serving.
+	NoSecrets bool
+}
+
+// Compile validates the whole file without contacting anything (the
+// program's sections, the idp section with idp.Config.Validate, the
+// proxy's with proxy.Compile, which compiles the rules), reading each
+// secret file once. The error lists every problem found, one per line;
+// those of one setting are *KeyError values, and name the environment
+// variable a value came from.
+func Compile(f File, o CompileOptions) (*Compiled, error) {
+	checked := f.withDefaults()
+	var errs []error
+	if err := checked.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	ic, err := checked.pluginConfig(o.NoSecrets)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	pc, err := proxy.Compile(checked.Proxy(), ic)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.blameEnvironment(errors.Join(errs...)); err != nil {
+		return nil, err
+	}
+	return &Compiled{File: f, IDP: ic, Proxy: pc}, nil
+}
+
+// Check is Compile returning the rule table only.
+func (f File) Check() (string, error) {
+	c, err := Compile(f, CompileOptions{})
+	if err != nil {
+		return "", err
+	}
+	return c.Proxy.Table(), nil
+}
+
+// withDefaults gives the zero settings of the program's own sections
+// their defaults (see the package documentation, "Zero"): a File built in
+// Go or a zero written in the file. pkg/idp and pkg/proxy default theirs.
+func (f File) withDefaults() File {
+	d := Default()
+	setStr := func(p *string, def string) {
+		if *p == "" {
+			*p = def
+		}
+	}
+	setDur := func(p *time.Duration, def time.Duration) {
+		if *p == 0 {
+			*p = def
+		}
+	}
+	setStr(&f.Listen, d.Listen)
+	setDur(&f.Server.ReadHeaderTimeout, d.Server.ReadHeaderTimeout)
+	setDur(&f.Server.ReadTimeout, d.Server.ReadTimeout)
+	setDur(&f.Server.WriteTimeout, d.Server.WriteTimeout)
+	setDur(&f.Server.IdleTimeout, d.Server.IdleTimeout)
+	setDur(&f.Server.ShutdownTimeout, d.Server.ShutdownTimeout)
+	if f.Server.MaxHeaderBytes == 0 {
+		f.Server.MaxHeaderBytes = d.Server.MaxHeaderBytes
+	}
+	setStr(&f.Log.Format, d.Log.Format)
+	setStr(&f.Log.Level, d.Log.Level)
+	return f
+}
+
+// Proxy returns the proxy's part of the file.
+func (f File) Proxy() proxy.Config {
+	return proxy.Config{
+		Upstream:      f.Upstream,
+		Routes:        f.Routes,
+		DefaultPolicy: f.DefaultPolicy,
+		Headers:       f.Headers,
+		MaxBodyBytes:  f.Server.MaxBodyBytes,
+
+		SkipAuthPreflight: f.SkipAuthPreflight,
+		ForwardAuth:       proxy.ForwardAuthConfig{Enabled: f.ForwardAuth.Enabled, TrustedCIDRs: f.ForwardAuth.TrustedCIDRs},
+	}
+}
+
+// PluginConfig translates the idp section alone into an idp.Config,
+// reading the secret files, for the commands that need no rules (token,
+// verify). Logger, HTTPClient and the other Go-only fields are left for
+// the caller.
+func (f File) PluginConfig() (idp.Config, error) { return f.pluginConfig(false) }
+
+// placeholderSecret stands for a secret that CompileOptions.NoSecrets
+// does not read.
+const placeholderSecret = "(not checked: --no-secrets) 32+ bytes placeholder"
+
+func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
+	c := f.IDP
+	var secret, session string
+	var err error
+	if noSecrets {
+		if c.ClientSecret != "" || c.ClientSecretFile != "" {
+			secret = placeholderSecret
+		}
+		session = placeholderSecret
+	} else {
+		if secret, err = secretValue("idp.client_secret", c.ClientSecret, c.ClientSecretFile); err != nil {
+			return idp.Config{}, err
+		}
+		if session, err = secretValue("idp.session_secret", c.SessionSecret, c.SessionSecretFile); err != nil {
+			return idp.Config{}, err
+		}
+	}
+	ic := idp.Config{
+		ServerURL:         c.ServerURL,
+		Realm:             c.Realm,
+		ClientID:          c.ClientID,
+		ClientSecret:      secret,
+		TokenLocation:     idp.TokenLocation(strings.ToUpper(c.TokenLocation)),
+		CookieName:        c.CookieName,
+		IncludeRoutes:     c.IncludeRoutes,
+		RedirectURI:       c.RedirectURI,
+		AuthPrefix:        c.AuthPrefix,
+		ExcludedPaths:     c.ExcludedPaths,
+		Audience:          c.Audience,
+		OptionalAudiences: c.OptionalAudiences,
+		JWKSCacheTTL:      c.JWKSCacheTTL,
+		Algorithms:        c.Algorithms,
+		HTTPTimeout:       c.HTTPTimeout,
+		Leeway:            idpNone(c.Leeway),
+		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
+	}
+	if session != "" {
+		ic.SessionSecret = []byte(session)
+	}
+	if ic.Session, err = f.Session.sessionConfig(noSecrets); err != nil {
+		return idp.Config{}, err
+	}
+	return ic, nil
+}
+
+// idpNone returns a setting whose zero in the file means "none" (idp.leeway,
+// idp.verified_cache_size) as idp.Config spells it: a negative value, since
+// idp.Config's zero means "default" for Go callers. The file cannot mean
+// "default" by a zero: an absent key already holds the default (Load
+// decodes over Default).
+func idpNone[T time.Duration | int](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// secretValue returns the inline value, or the content of file with
+// trailing newlines removed.
+func secretValue(name, inline, file string) (string, error) {
+	if file == "" {
+		return inline, nil
+	}
+	key := name + "_file"
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", keyErrorf(keys(key), "%s: %w", key, err)
+	}
+	s := strings.TrimRight(string(b), "\r\n")
+	if s == "" {
+		return "", keyErrorf(keys(key), "%s %s is empty", key, file)
+	}
+	return s, nil
+}
+
+// KeyError is a problem of one setting, named by its dotted key; pkg/proxy
+// reports its own the same way, so that one type serves both.
+type KeyError = proxy.KeyError
+
+// keyErrorf returns a "proxy: "-prefixed problem of the settings keys, the
+// first outermost (a problem of two settings nests one KeyError in the
+// other).
+func keyErrorf(keys []string, format string, args ...any) error {
+	err := fmt.Errorf("proxy: "+format, args...)
+	for _, k := range slices.Backward(keys) {
+		err = &KeyError{Key: k, Err: err}
+	}
+	return err
+}
+
+func keys(k ...string) []string { return k }

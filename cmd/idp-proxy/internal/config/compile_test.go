@@ -1,0 +1,95 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
+)
+
+func TestDefaultIsThePackagesDefaults(t *testing.T) {
+	d := Default()
+	id := idp.Config{Session: &idp.SessionConfig{}}.WithDefaults()
+	if d.IDP.Leeway != idp.DefaultLeeway || d.IDP.VerifiedCacheSize != idp.DefaultVerifiedCacheSize ||
+		d.IDP.JWKSCacheTTL != idp.DefaultJWKSCacheTTL || d.IDP.HTTPTimeout != idp.DefaultHTTPTimeout ||
+		d.IDP.CookieName != idp.DefaultCookieName || d.IDP.AuthPrefix != idp.DefaultAuthPrefix ||
+		d.IDP.TokenLocation != "header" || strings.Join(d.IDP.Algorithms, ",") != strings.Join(id.Algorithms, ",") {
+		t.Errorf("idp section %+v, pkg/idp's defaults %+v", d.IDP, id)
+	}
+	if d.Session.CookieName != idp.DefaultSessionCookie || d.Session.MaxAge != idp.DefaultSessionMaxAge ||
+		d.Session.RefreshMargin != idp.DefaultSessionRefreshMargin {
+		t.Errorf("session section %+v", d.Session)
+	}
+	pd := proxy.DefaultConfig()
+	if d.Upstream != pd.Upstream || d.Headers != pd.Headers || d.DefaultPolicy != pd.DefaultPolicy || d.Server.MaxBodyBytes != pd.MaxBodyBytes {
+		t.Errorf("proxy sections differ from proxy.DefaultConfig: %+v", d)
+	}
+}
+
+// TestZeroInTheFile: an absent key takes the default; a written zero of
+// idp.leeway and idp.verified_cache_size means none, which reaches pkg/idp
+// as its own spelling of none.
+func TestZeroInTheFile(t *testing.T) {
+	compile := func(yaml string) idp.Config {
+		t.Helper()
+		f, err := Load(writeFile(t, "c.yaml", yaml), LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := Compile(f, CompileOptions{NoSecrets: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.IDP.WithDefaults()
+	}
+	ic := compile(minimalYAML)
+	if ic.Leeway != idp.DefaultLeeway || ic.VerifiedCacheSize != idp.DefaultVerifiedCacheSize {
+		t.Errorf("absent: leeway %s, cache %d; want the defaults", ic.Leeway, ic.VerifiedCacheSize)
+	}
+	ic = compile("upstream: {url: \"http://127.0.0.1:8000\"}\nidp: {server_url: \"http://127.0.0.1:8080\", realm: demo, client_id: shortener, leeway: 0, verified_cache_size: 0}\n")
+	if ic.Leeway != 0 || ic.VerifiedCacheSize >= 0 {
+		t.Errorf("zero: leeway %s, cache %d; want none and disabled", ic.Leeway, ic.VerifiedCacheSize)
+	}
+	ic = compile("upstream: {url: \"http://127.0.0.1:8000\"}\nidp: {server_url: \"http://127.0.0.1:8080\", realm: demo, client_id: shortener, leeway: 3s, verified_cache_size: 7}\n")
+	if ic.Leeway != 3*time.Second || ic.VerifiedCacheSize != 7 {
+		t.Errorf("given: leeway %s, cache %d", ic.Leeway, ic.VerifiedCacheSize)
+	}
+}
+
+func TestCompile(t *testing.T) {
+	c := validConfig()
+	c.IDP.ClientSecret = "s3cret"
+	c.Routes = []proxy.RouteConfig{{Match: "GET /health", Public: true}}
+	got, err := Compile(c, CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := c.Check()
+	if err != nil || got.Proxy.Table() != table {
+		t.Errorf("Compile's table differs from Check's (%v)", err)
+	}
+	if got.IDP.ClientSecret != "s3cret" || got.IDP.ServerURL != c.IDP.ServerURL || got.File.Listen != c.Listen {
+		t.Errorf("Compiled = %+v", got)
+	}
+}
+
+func TestCheckErrorsAreKeyErrors(t *testing.T) {
+	c := validConfig()
+	c.Listen = "nowhere"
+	c.Upstream.URL = "ftp://x"
+	_, err := Compile(c, CompileOptions{})
+	named := map[string]bool{}
+	errorKeys(err, named)
+	for _, k := range []string{"listen", "upstream.url"} {
+		if !named[k] {
+			t.Errorf("no *KeyError for %s in %v", k, err)
+		}
+	}
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Key == "" {
+		t.Errorf("errors.As finds no *KeyError in %v", err)
+	}
+}

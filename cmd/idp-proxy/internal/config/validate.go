@@ -1,0 +1,103 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// validate reports the problems of the program's own sections, and the
+// idp section's spellings that idp.Config does not see. Every error is
+// prefixed "proxy: " and names its key.
+func (f File) validate() error {
+	var errs []error
+	bad := func(k []string, format string, args ...any) {
+		errs = append(errs, keyErrorf(k, format, args...))
+	}
+	if err := checkAddr(f.Listen); err != nil {
+		bad(keys("listen"), "listen %q: %v", f.Listen, err)
+	}
+	if f.MetricsListen != "" {
+		if err := checkAddr(f.MetricsListen); err != nil {
+			bad(keys("metrics_listen"), "metrics_listen %q: %v, or \"\" to disable", f.MetricsListen, err)
+		} else if _, port, _ := net.SplitHostPort(f.Listen); f.MetricsListen == f.Listen && port != "0" {
+			bad(keys("metrics_listen", "listen"), "metrics_listen must differ from listen (%s)", f.Listen)
+		}
+	}
+	switch strings.ToLower(f.IDP.TokenLocation) {
+	case "header", "cookie":
+	default:
+		bad(keys("idp.token_location"), "idp.token_location %q: want header or cookie", f.IDP.TokenLocation)
+	}
+	if f.IDP.ClientSecret != "" && f.IDP.ClientSecretFile != "" {
+		bad(keys("idp.client_secret", "idp.client_secret_file"), "idp.client_secret and idp.client_secret_file are exclusive: set one")
+	}
+	if f.IDP.SessionSecret != "" && f.IDP.SessionSecretFile != "" {
+		bad(keys("idp.session_secret", "idp.session_secret_file"), "idp.session_secret and idp.session_secret_file are exclusive: set one")
+	}
+	if f.IDP.Leeway < 0 {
+		bad(keys("idp.leeway"), "idp.leeway must not be negative, got %s", f.IDP.Leeway)
+	}
+	if f.IDP.VerifiedCacheSize < 0 {
+		bad(keys("idp.verified_cache_size"), "idp.verified_cache_size must not be negative (0 disables the cache), got %d", f.IDP.VerifiedCacheSize)
+	}
+	if (f.TLS.CertFile == "") != (f.TLS.KeyFile == "") {
+		bad(keys("tls.cert_file", "tls.key_file"), "tls.cert_file and tls.key_file go together: set both or neither")
+	}
+	f.Session.validate(bad)
+	f.ForwardAuth.validate(bad)
+	if _, err := f.TLS.MinTLSVersion(); err != nil {
+		errs = append(errs, &KeyError{Key: "tls.min_version", Err: fmt.Errorf("proxy: %w", err)})
+	}
+	switch strings.ToLower(f.Log.Format) {
+	case "json", "text":
+	default:
+		bad(keys("log.format"), "log.format %q: want json or text", f.Log.Format)
+	}
+	switch strings.ToLower(f.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		bad(keys("log.level"), "log.level %q: want debug, info, warn or error", f.Log.Level)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"server.read_header_timeout", f.Server.ReadHeaderTimeout},
+		{"server.read_timeout", f.Server.ReadTimeout},
+		{"server.write_timeout", f.Server.WriteTimeout},
+		{"server.idle_timeout", f.Server.IdleTimeout},
+		{"server.shutdown_timeout", f.Server.ShutdownTimeout},
+		{"server.drain_delay", f.Server.DrainDelay},
+	} {
+		if d.v < 0 {
+			bad(keys(d.name), "%s must not be negative, got %s", d.name, d.v)
+		}
+	}
+	if f.Server.MaxHeaderBytes < 0 {
+		bad(keys("server.max_header_bytes"), "server.max_header_bytes must not be negative, got %d", f.Server.MaxHeaderBytes)
+	}
+	return errors.Join(errs...)
+}
+
+// checkAddr checks a listen address: host:port with a port of 0 (any
+// free port) to 65535, or a service name.
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port (%v)", err)
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 0 || n > 65535 {
+			return fmt.Errorf("port %d is not a TCP port (0-65535)", n)
+		}
+		return nil
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("port %q is not a number or a known service", port)
+	}
+	return nil
+}
