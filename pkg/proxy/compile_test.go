@@ -61,7 +61,9 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 		var ke *KeyError
 		if errors.As(err, &ke) {
 			got[ke.Key] = true
-			walk(ke.Err)
+			for _, k := range ke.Also {
+				got[k] = true
+			}
 		}
 		if u, ok := err.(interface{ Unwrap() []error }); ok {
 			for _, e := range u.Unwrap() {

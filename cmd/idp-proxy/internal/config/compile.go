@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -204,15 +203,14 @@ func secretValue(name, inline, file string) (string, error) {
 // reports its own the same way, so that one type serves both.
 type KeyError = proxy.KeyError
 
-// keyErrorf returns a "proxy: "-prefixed problem of the settings keys, the
-// first outermost (a problem of two settings nests one KeyError in the
-// other).
+// keyErrorf returns a "proxy: "-prefixed problem of the settings keys (none:
+// a plain error).
 func keyErrorf(keys []string, format string, args ...any) error {
 	err := fmt.Errorf("proxy: "+format, args...)
-	for _, k := range slices.Backward(keys) {
-		err = &KeyError{Key: k, Err: err}
+	if len(keys) == 0 {
+		return err
 	}
-	return err
+	return &KeyError{Key: keys[0], Also: keys[1:], Err: err}
 }
 
 func keys(k ...string) []string { return k }

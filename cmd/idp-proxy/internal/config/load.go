@@ -42,10 +42,11 @@ type LoadOptions struct {
 // the result strictly: unknown keys are errors. Precedence, highest first:
 // overrides, environment, file, Default. Durations are Go durations
 // ("90s", "1h") or plain numbers of seconds. Load checks types only;
-// File.Check checks the rest.
+// Compile checks the rest.
 func Load(path string, o LoadOptions) (File, error) {
+	// viper layers defaults, file, environment and overrides by dotted key
+	// and decodes the result strictly (mapstructure, ErrorUnused).
 	v := viper.New()
-	v.SetConfigType("yaml")
 	keys := knownKeys()
 	def := Default()
 	for _, k := range keys {
@@ -62,8 +63,9 @@ func Load(path string, o LoadOptions) (File, error) {
 		if doc, err = parseDocument(path, b); err != nil {
 			return File{}, err
 		}
-		// viper gets the parsed tree, not the text: it would parse the
-		// YAML again.
+		// Not viper's ReadConfig: the YAML is parsed here, once, for the
+		// checks' line numbers and for the routes' client IDs (viper folds
+		// their case); viper gets the parsed tree, to layer over.
 		var m map[string]any
 		if err := doc.Decode(&m); err != nil {
 			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
@@ -72,6 +74,9 @@ func Load(path string, o LoadOptions) (File, error) {
 			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
 		}
 	}
+	// Not viper's AutomaticEnv: it cannot reject an unknown IDP_PROXY_
+	// variable nor say which variable a bad value came from; the
+	// variables are matched to keys here and set as viper layers.
 	envNames := make(map[string]string, len(keys))
 	for _, k := range keys {
 		envNames[EnvName(k)] = k
@@ -168,6 +173,9 @@ func (f File) blameEnvironment(err error) error {
 func errorKeys(err error, named map[string]bool) {
 	if ke, ok := err.(*KeyError); ok {
 		named[ke.Key] = true
+		for _, k := range ke.Also {
+			named[k] = true
+		}
 	}
 	switch u := err.(type) {
 	case interface{ Unwrap() []error }:
