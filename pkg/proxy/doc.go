@@ -41,6 +41,11 @@
 //	go http.ListenAndServe("127.0.0.1:9180", p.OpsHandler()) // /healthz, /readyz, /metrics
 //	log.Fatal(http.ListenAndServe("127.0.0.1:4180", p))
 //
+// A program that checks its configuration before serving compiles once:
+// Compile (what check-config prints, Compiled.Table), then NewCompiled. A
+// program that reloads serves a Reloadable, which swaps proxies atomically
+// and closes a replaced plugin once its requests are done.
+//
 // cmd/idp-proxy reads all of this from one YAML file (its internal/config
 // package) and adds listeners, timeouts, TLS and graceful shutdown.
 package proxy
