@@ -108,15 +108,6 @@ func Compile(cfg Config, ic idp.Config) (*Compiled, error) {
 // as check-config prints it.
 func (c *Compiled) Table() string { return c.c.rules.table(c.c.authPrefix) }
 
-// Check is Compile returning the rule table only.
-func Check(cfg Config, ic idp.Config) (string, error) {
-	c, err := Compile(cfg, ic)
-	if err != nil {
-		return "", err
-	}
-	return c.Table(), nil
-}
-
 // sameCompileInputs reports whether the plugin configuration p (defaults
 // applied) agrees with c's in every field compile reads.
 func (c *Compiled) sameCompileInputs(p idp.Config) bool {

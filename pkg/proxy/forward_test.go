@@ -94,13 +94,13 @@ func TestRulesUnderAuthPrefixAreErrors(t *testing.T) {
 	c.IDP.SessionSecret = []byte(strings.Repeat("s", 32))
 	c.Routes = []RouteConfig{{Match: "GET /auth/login", Public: true}, {Match: "/authors/", Public: true}}
 	c.IDP.ExcludedPaths = []string{"/auth/refresh"}
-	_, err := Check(c.Config, c.IDP)
+	_, err := Compile(c.Config, c.IDP)
 	if err == nil || !strings.Contains(err.Error(), `routes[0] "GET /auth/login" lies under idp.auth_prefix`) ||
 		!strings.Contains(err.Error(), `"/auth/refresh" lies under`) || strings.Contains(err.Error(), "/authors/") {
 		t.Fatalf("err = %v", err)
 	}
 	c.IDP.IncludeRoutes = false
-	if _, err := Check(c.Config, c.IDP); err != nil {
+	if _, err := Compile(c.Config, c.IDP); err != nil {
 		t.Fatalf("without include_routes the prefix is the upstream's: %v", err)
 	}
 }

@@ -101,7 +101,7 @@ func TestUpstreamTLS(t *testing.T) {
 	}
 	cfg := testConfig(idpSrv, mtls.URL)
 	cfg.Upstream.ClientCertFile = certFile
-	if _, err := Check(cfg.Config, cfg.IDP); err == nil || !strings.Contains(err.Error(), "go together") {
+	if _, err := Compile(cfg.Config, cfg.IDP); err == nil || !strings.Contains(err.Error(), "go together") {
 		t.Fatalf("half a client certificate: %v", err)
 	}
 }
