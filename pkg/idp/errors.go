@@ -1,6 +1,10 @@
 package idp
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
+)
 
 // Sentinel errors. Errors returned by this package wrap one of them; match
 // with errors.Is. They keep apart "no credentials" (ErrNoToken), "bad
@@ -14,7 +18,7 @@ var (
 	ErrInvalidRequest = errors.New("idp: invalid request")
 	// ErrInvalidToken: the token is malformed, badly signed, expired, not yet
 	// valid, for another issuer or audience, or not an access token.
-	ErrInvalidToken = errors.New("idp: invalid token")
+	ErrInvalidToken = token.ErrInvalid
 	// ErrForbidden: the token is valid but a guard refused it.
 	ErrForbidden = errors.New("idp: insufficient permissions")
 	// ErrUnavailable: the provider's keys are not available yet, so no
@@ -24,35 +28,17 @@ var (
 	ErrConfig = errors.New("idp: invalid config")
 )
 
-// tokenError wraps ErrInvalidToken with a reason that is safe to show to
-// the client (it never contains the token or claim values).
-type tokenError struct {
-	reason string // short, client-safe
-	err    error  // underlying cause, for logs
-}
-
-func (e *tokenError) Error() string {
-	if e.err != nil {
-		return "idp: invalid token: " + e.reason + ": " + e.err.Error()
-	}
-	return "idp: invalid token: " + e.reason
-}
-
-func (e *tokenError) Unwrap() []error {
-	if e.err != nil {
-		return []error{ErrInvalidToken, e.err}
-	}
-	return []error{ErrInvalidToken}
-}
-
-func invalid(reason string, cause error) error { return &tokenError{reason: reason, err: cause} }
+// invalid returns an error wrapping ErrInvalidToken with a reason that is
+// safe to show to the client (it never contains the token or claim
+// values) and the cause, for logs (may be nil).
+func invalid(reason string, cause error) error { return token.Invalid(reason, cause) }
 
 // Reason returns the client-safe reason of an ErrInvalidToken error, or ""
 // when err carries none.
 func Reason(err error) string {
-	var te *tokenError
+	var te *token.Error
 	if errors.As(err, &te) {
-		return te.reason
+		return te.Reason
 	}
 	return ""
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // keyStorage is a read-only jwkset.Storage over the plugin's key cache:
@@ -113,11 +115,11 @@ func newKeyfunc(k *keySet) (keyfunc.Keyfunc, error) {
 // curve) must fit t's alg. A token without kid is offered every key that fits
 // its alg. It returns the key (or a jwt.VerificationKeySet) and the
 // snapshot it came from.
-func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *jws) (any, *keySnapshot, error) {
-	if !t.hasKID {
+func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS) (any, *keySnapshot, error) {
+	if !t.HasKID {
 		var set jwt.VerificationKeySet
 		for _, vk := range snap.all {
-			if algMatchesKey(t.alg, vk) {
+			if algMatchesKey(t.Alg, vk) {
 				set.Keys = append(set.Keys, vk.key)
 			}
 		}
@@ -126,17 +128,17 @@ func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *jws) (any,
 		}
 		return set, snap, nil
 	}
-	if vk, ok := snap.byKID[t.kid]; ok {
+	if vk, ok := snap.byKID[t.Kid]; ok {
 		// The common case, without keyfunc's allocations per token: the
 		// key keyfunc would read from keyStorage, with the same check of
 		// the JWK's own alg (in algMatchesKey). keyfunc handles the rest:
 		// an unknown kid and its refetch.
-		if !algMatchesKey(t.alg, vk) {
+		if !algMatchesKey(t.Alg, vk) {
 			return nil, snap, invalid("algorithm does not match the key", nil)
 		}
 		return vk.key, snap, nil
 	}
-	tok := &jwt.Token{Header: map[string]any{"kid": t.kid, "alg": t.alg}}
+	tok := &jwt.Token{Header: map[string]any{"kid": t.Kid, "alg": t.Alg}}
 	key, err := p.kf.KeyfuncCtx(ctx)(tok)
 	switch {
 	case errors.Is(err, ErrUnavailable):
@@ -148,7 +150,7 @@ func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *jws) (any,
 		return nil, snap, invalid("algorithm does not match the key", err)
 	}
 	cur := p.keys.current()
-	if !algMatchesKey(t.alg, verifyKey{key: key}) {
+	if !algMatchesKey(t.Alg, verifyKey{key: key}) {
 		return nil, cur, invalid("algorithm does not match the key", nil)
 	}
 	return key, cur, nil

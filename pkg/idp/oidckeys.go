@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // oidcKeySet is an oidc.KeySet over the plugin's own key cache, so that ID
@@ -35,31 +37,26 @@ func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, e
 	if snap == nil {
 		return nil, ErrUnavailable
 	}
-	t, err := parseJWS(raw)
+	t, err := token.ParseJWS(raw)
 	if err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
 	if _, err := k.p.verifySignature(ctx, snap, t); err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
-	if _, err := decodeClaims(nil, t.payload); err != nil {
+	if _, err := token.DecodeClaims(nil, t.Payload); err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
-	err = eachMember(nil, t.payload, func(name string, _ []byte) error {
-		if _, exact := knownNames[name]; exact {
-			return nil
-		}
-		for known := range knownNames {
-			if strings.EqualFold(name, known) {
-				return invalid("claim names are case-sensitive: "+name+" is not "+known, nil)
-			}
+	err = token.EachMember(nil, t.Payload, func(name string, _ []byte) error {
+		if known, folded := token.FoldedName(name); folded {
+			return invalid("claim names are case-sensitive: "+name+" is not "+known, nil)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
-	return t.payload, nil
+	return t.Payload, nil
 }
 
 // verifyIDToken checks an ID token: go-oidc's verifier checks the signature

@@ -11,6 +11,8 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // Plugin protects handlers with the provider's access tokens. Create it
@@ -24,7 +26,7 @@ type Plugin struct {
 	keys        *keySet
 	cache       *tokenCache
 	sessions    *sessionManager // nil without Config.Session
-	intern      *interner       // claim strings shared between tokens (see decodeClaims)
+	intern      *token.Interner // claim strings shared between tokens (see decodeClaims)
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // COOKIE location: see TokenFromRequest
@@ -60,7 +62,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		realmQuoted: quoteRealm(cfg.Realm),
 		methods:     signingMethods(cfg.Algorithms),
 		cache:       newTokenCache(cfg.VerifiedCacheSize),
-		intern:      newInterner(),
+		intern:      token.NewInterner(),
 		audiences:   make(map[string]struct{}, 1+len(cfg.OptionalAudiences)),
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // The /auth routes in session mode (Config.Session): the callback starts a
@@ -28,8 +30,8 @@ const maxLogoutTokenAge = 5 * time.Minute
 // cookie, and a redirect to where the login began.
 func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID string, id *Identity, returnTo string) {
 	sid := ""
-	if t, err := parseJWS(rawID); err == nil {
-		if c, err := decodeClaims(nil, t.payload); err == nil {
+	if t, err := token.ParseJWS(rawID); err == nil {
+		if c, err := token.DecodeClaims(nil, t.Payload); err == nil {
 			sid = c.SID
 		}
 	}
@@ -195,11 +197,11 @@ func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToke
 	if snap == nil {
 		return nil, ErrUnavailable
 	}
-	t, err := parseJWS(raw)
+	t, err := token.ParseJWS(raw)
 	if err != nil {
 		return nil, err
 	}
-	switch strings.ToLower(t.typ) {
+	switch strings.ToLower(t.Typ) {
 	case "", "jwt", "logout+jwt", "application/logout+jwt":
 	default:
 		return nil, invalid("not a logout token (typ)", nil)
@@ -207,7 +209,7 @@ func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToke
 	if _, err := p.verifySignature(ctx, snap, t); err != nil {
 		return nil, err
 	}
-	c, err := decodeClaims(nil, t.payload)
+	c, err := token.DecodeClaims(nil, t.Payload)
 	if err != nil {
 		return nil, err
 	}
@@ -217,23 +219,23 @@ func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToke
 		return nil, invalid("wrong issuer", nil)
 	case !contains(c.Audience, p.cfg.ClientID):
 		return nil, invalid("not intended for this client", nil)
-	case !c.hasIat:
+	case !c.HasIat:
 		return nil, invalid("missing required claim iat", nil)
-	case now.Before(numericTime(c.iat).Add(-p.cfg.Leeway)):
+	case now.Before(token.NumericTime(c.Iat).Add(-p.cfg.Leeway)):
 		return nil, invalid("issued in the future", nil)
-	case now.After(numericTime(c.iat).Add(maxLogoutTokenAge + p.cfg.Leeway)):
+	case now.After(token.NumericTime(c.Iat).Add(maxLogoutTokenAge + p.cfg.Leeway)):
 		return nil, invalid("too old", nil)
-	case c.hasExp && now.After(numericTime(c.exp).Add(p.cfg.Leeway)):
+	case c.HasExp && now.After(token.NumericTime(c.Exp).Add(p.cfg.Leeway)):
 		return nil, invalid("token expired", nil)
-	case c.nonce:
+	case c.Nonce:
 		return nil, invalid("a logout token carries no nonce", nil)
 	case c.SID == "" && c.Subject == "":
 		return nil, invalid("neither sid nor sub", nil)
 	}
 	event := false
-	_ = eachMember(nil, t.payload, func(name string, v []byte) error {
+	_ = token.EachMember(nil, t.Payload, func(name string, v []byte) error {
 		if name == "events" {
-			_ = eachMember(nil, v, func(ev string, val []byte) error {
+			_ = token.EachMember(nil, v, func(ev string, val []byte) error {
 				if ev == backchannelLogoutEvent && len(val) > 0 && val[0] == '{' {
 					event = true
 				}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // errUnknownKID: the token's kid is not in the key set, even after the one
@@ -64,18 +66,18 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 		// Verified before: only the claims are decoded again (they
 		// decoded and passed every check then; time only moves on, and
 		// the cache never serves at or past exp).
-		if c, err := decodeClaims(p.intern, payload); err == nil {
-			id = &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
+		if c, err := token.DecodeClaims(p.intern, payload); err == nil {
+			id = &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
 			p.cache.promote(key, id, exp, snap.gen)
 			return id, nil
 		}
 	}
-	t, err := parseJWS(raw)
+	t, err := token.ParseJWS(raw)
 	if err != nil {
 		return nil, err
 	}
-	if t.typ != "" {
-		switch strings.TrimPrefix(strings.ToLower(t.typ), "application/") {
+	if t.Typ != "" {
+		switch strings.TrimPrefix(strings.ToLower(t.Typ), "application/") {
 		case "jwt", "at+jwt":
 		default:
 			return nil, invalid("not an access token", nil)
@@ -85,26 +87,26 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := decodeClaims(p.intern, t.payload)
+	c, err := token.DecodeClaims(p.intern, t.Payload)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.checkTimes(c, now); err != nil {
 		return nil, err
 	}
-	if err := p.checkClaims(c, t.isATJWT()); err != nil {
+	if err := p.checkClaims(c, t.IsATJWT()); err != nil {
 		return nil, err
 	}
-	id = &Identity{Raw: raw, Payload: c.payload(), User: c.user()}
-	p.cache.put(key, id, numericTime(c.exp), now, used.gen)
+	id = &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
+	p.cache.put(key, id, token.NumericTime(c.Exp), now, used.gen)
 	return id, nil
 }
 
 // verifySignature checks t's signature with the key the header selects
 // (see selectKey), for access tokens and ID tokens alike. It returns the
 // snapshot the key came from.
-func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *jws) (*keySnapshot, error) {
-	method, ok := p.methods[t.alg]
+func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *token.JWS) (*keySnapshot, error) {
+	method, ok := p.methods[t.Alg]
 	if !ok {
 		return snap, invalid("unsupported algorithm", nil)
 	}
@@ -114,31 +116,31 @@ func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *jws)
 	}
 	if set, ok := key.(jwt.VerificationKeySet); ok {
 		for _, k := range set.Keys {
-			if method.Verify(t.signingInput, t.sig, k) == nil {
+			if method.Verify(t.SigningInput, t.Sig, k) == nil {
 				return snap, nil
 			}
 		}
 		return snap, invalid("invalid signature", nil)
 	}
-	if err := method.Verify(t.signingInput, t.sig, key); err != nil {
+	if err := method.Verify(t.SigningInput, t.Sig, key); err != nil {
 		return snap, invalid("invalid signature", err)
 	}
 	return snap, nil
 }
 
 // checkTimes applies exp (required), nbf and iat with the leeway.
-func (p *Plugin) checkTimes(c *claims, now time.Time) error {
+func (p *Plugin) checkTimes(c *token.Claims, now time.Time) error {
 	leeway := p.cfg.Leeway
-	if !c.hasExp {
+	if !c.HasExp {
 		return invalid("missing required claim exp", nil)
 	}
-	if now.After(numericTime(c.exp).Add(leeway)) {
+	if now.After(token.NumericTime(c.Exp).Add(leeway)) {
 		return invalid("token expired", nil)
 	}
-	if c.hasNbf && now.Before(numericTime(c.nbf).Add(-leeway)) {
+	if c.HasNbf && now.Before(token.NumericTime(c.Nbf).Add(-leeway)) {
 		return invalid("token not yet valid", nil)
 	}
-	if c.hasIat && now.Before(numericTime(c.iat).Add(-leeway)) {
+	if c.HasIat && now.Before(token.NumericTime(c.Iat).Add(-leeway)) {
 		return invalid("token not yet valid (issued in the future)", nil)
 	}
 	return nil
@@ -147,7 +149,7 @@ func (p *Plugin) checkTimes(c *claims, now time.Time) error {
 // checkClaims applies the rules on the issuer, the token type and the
 // audience. atJWT tells that the header declared an RFC 9068 access token
 // (typ "at+jwt").
-func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
+func (p *Plugin) checkClaims(c *token.Claims, atJWT bool) error {
 	if c.Issuer == "" {
 		return invalid("missing required claim iss", nil)
 	}
@@ -164,7 +166,7 @@ func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
 	// are recognised by what only they carry: at_hash or c_hash, or a
 	// nonce in a token that declares no type at all. (Keycloak's access
 	// tokens may carry the login's nonce, but always with typ "Bearer".)
-	if c.atHash || c.cHash || (c.nonce && c.Typ == "" && !atJWT) {
+	if c.ATHash || c.CHash || (c.Nonce && c.Typ == "" && !atJWT) {
 		return invalid("not an access token (an ID token)", nil)
 	}
 	if c.Subject == "" {
@@ -179,7 +181,7 @@ func (p *Plugin) checkClaims(c *claims, atJWT bool) error {
 // audienceOK is the specification's audience rule (§5.4–5.6): aud (string
 // or list) holds the primary audience or an optional one, or azp is one of
 // them.
-func (p *Plugin) audienceOK(c *claims) bool {
+func (p *Plugin) audienceOK(c *token.Claims) bool {
 	for _, a := range c.Audience {
 		if _, ok := p.audiences[a]; ok {
 			return true

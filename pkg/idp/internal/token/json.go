@@ -1,10 +1,11 @@
-package idp
+package token
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -92,10 +93,10 @@ func isHexDigit(c byte) bool {
 }
 
 // stringValue decodes the JSON string token s (with its quotes), through
-// the interner when in is not nil and s holds no escape.
-func stringValue(in *interner, s []byte, escaped bool) (string, error) {
+// the Interner when in is not nil and s holds no escape.
+func stringValue(in *Interner, s []byte, escaped bool) (string, error) {
 	if !escaped {
-		return in.bytes(s[1 : len(s)-1]), nil
+		return in.Bytes(s[1 : len(s)-1]), nil
 	}
 	var v string
 	if err := json.Unmarshal(s, &v); err != nil {
@@ -214,11 +215,11 @@ func scanNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// eachMember calls fn for every member of the JSON object b (the whole of
+// EachMember calls fn for every member of the JSON object b (the whole of
 // b, surrounding space allowed) with the member's name, decoded (names
 // that are not claim names go through in, which may be nil), and its raw
 // value. Names are compared by the caller, exactly.
-func eachMember(in *interner, b []byte, fn func(name string, value []byte) error) error {
+func EachMember(in *Interner, b []byte, fn func(name string, value []byte) error) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errJSON
@@ -255,7 +256,7 @@ func eachMember(in *interner, b []byte, fn func(name string, value []byte) error
 
 // memberName decodes a member name without allocating for the names the
 // verifier looks up (they are plain ASCII).
-func memberName(in *interner, s []byte, escaped bool) (string, error) {
+func memberName(in *Interner, s []byte, escaped bool) (string, error) {
 	if !escaped {
 		if n, ok := knownNames[string(s[1:len(s)-1])]; ok {
 			return n, nil
@@ -279,9 +280,24 @@ var knownNames = func() map[string]string {
 	return m
 }()
 
-// jsonString decodes v as a JSON string; ok is false for any other value.
+// FoldedName returns the header or claim name that name matches only
+// when letter case is ignored ("EXP" for "exp"), and whether it does: a
+// decoder that folds case (encoding/json) would read name as known.
+func FoldedName(name string) (known string, folded bool) {
+	if _, exact := knownNames[name]; exact {
+		return "", false
+	}
+	for known := range knownNames {
+		if strings.EqualFold(name, known) {
+			return known, true
+		}
+	}
+	return "", false
+}
+
+// String decodes v as a JSON string; ok is false for any other value.
 // Strings that recur between tokens go through in (nil: none).
-func jsonString(in *interner, v []byte) (s string, ok bool) {
+func String(in *Interner, v []byte) (s string, ok bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
@@ -293,7 +309,7 @@ func jsonString(in *interner, v []byte) (s string, ok bool) {
 // jsonStrings decodes v as an array of strings, each through in (nil:
 // none); ok is false for anything else (including an array holding a
 // non-string).
-func jsonStrings(in *interner, v []byte) (out []string, ok bool) {
+func jsonStrings(in *Interner, v []byte) (out []string, ok bool) {
 	if len(v) < 2 || v[0] != '[' {
 		return nil, false
 	}

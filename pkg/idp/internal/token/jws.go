@@ -1,18 +1,18 @@
-package idp
+package token
 
 import (
 	"encoding/base64"
 	"strings"
 )
 
-// jws is a compact JWS split and decoded: the JOSE header fields the
+// JWS is a compact JWS split and decoded: the JOSE header fields the
 // verifier reads, the signing input, the payload and the signature.
-type jws struct {
-	alg, kid, typ string
-	hasKID        bool
-	signingInput  string // header.payload, as signed
-	payload       []byte
-	sig           []byte
+type JWS struct {
+	Alg, Kid, Typ string
+	HasKID        bool   // the header names a kid (then Kid is not empty)
+	SigningInput  string // header.payload, as signed
+	Payload       []byte
+	Sig           []byte
 }
 
 // b64 is base64url without padding, strict: trailing bits must be zero,
@@ -51,14 +51,14 @@ func decodeSegment(dst, src []byte) ([]byte, bool) {
 	return dst[:n:n], true
 }
 
-// parseJWS splits and decodes a compact JWS. The header must be a JSON
+// ParseJWS splits and decodes a compact JWS. The header must be a JSON
 // object naming each parameter once; crit, unknown to this verifier, is
 // refused (RFC 7515 §4.1.11); alg, kid and typ must be strings.
-func parseJWS(raw string) (*jws, error) {
+func ParseJWS(raw string) (*JWS, error) {
 	dot1 := strings.IndexByte(raw, '.')
 	dot2 := strings.LastIndexByte(raw, '.')
 	if dot1 <= 0 || dot2 == dot1 || strings.IndexByte(raw[dot1+1:dot2], '.') >= 0 {
-		return nil, invalid("malformed token", nil)
+		return nil, Invalid("malformed token", nil)
 	}
 	// One copy of the token; the payload in a buffer of its own (it is
 	// kept, as TokenPayload.Raw, for as long as the token is cached), the
@@ -69,54 +69,54 @@ func parseJWS(raw string) (*jws, error) {
 	header, ok1 := decodeSegment(scratch, src[:dot1])
 	sig, ok3 := decodeSegment(scratch[len(header):], src[dot2+1:])
 	if !ok1 || !ok2 || !ok3 {
-		return nil, invalid("malformed token", nil)
+		return nil, Invalid("malformed token", nil)
 	}
-	t := &jws{signingInput: raw[:dot2], payload: payload, sig: sig}
+	t := &JWS{SigningInput: raw[:dot2], Payload: payload, Sig: sig}
 	var seen [4]bool
-	err := eachMember(nil, header, func(name string, v []byte) error {
+	err := EachMember(nil, header, func(name string, v []byte) error {
 		var slot int
 		var dst *string
 		switch name {
 		case "alg":
-			slot, dst = 0, &t.alg
+			slot, dst = 0, &t.Alg
 		case "kid":
-			slot, dst = 1, &t.kid
-			t.hasKID = true
+			slot, dst = 1, &t.Kid
+			t.HasKID = true
 		case "typ":
-			slot, dst = 2, &t.typ
+			slot, dst = 2, &t.Typ
 		case "crit":
-			return invalid("unsupported critical header", nil)
+			return Invalid("unsupported critical header", nil)
 		default:
 			return nil
 		}
 		if seen[slot] {
-			return invalid("duplicate header parameter "+name, nil)
+			return Invalid("duplicate header parameter "+name, nil)
 		}
 		seen[slot] = true
-		s, ok := jsonString(nil, v)
+		s, ok := String(nil, v)
 		if !ok {
-			return invalid("malformed "+name+" header", nil)
+			return Invalid("malformed "+name+" header", nil)
 		}
 		*dst = s
 		return nil
 	})
 	if err != nil {
 		if err == errJSON {
-			return nil, invalid("malformed token", err)
+			return nil, Invalid("malformed token", err)
 		}
 		return nil, err
 	}
-	if t.alg == "" {
-		return nil, invalid("missing alg header", nil)
+	if t.Alg == "" {
+		return nil, Invalid("missing alg header", nil)
 	}
-	if t.hasKID && t.kid == "" {
-		return nil, invalid("malformed kid header", nil)
+	if t.HasKID && t.Kid == "" {
+		return nil, Invalid("malformed kid header", nil)
 	}
 	return t, nil
 }
 
 // isATJWT reports whether the header declares an RFC 9068 JWT access
 // token.
-func (t *jws) isATJWT() bool {
-	return strings.EqualFold(strings.TrimPrefix(strings.ToLower(t.typ), "application/"), "at+jwt")
+func (t *JWS) IsATJWT() bool {
+	return strings.EqualFold(strings.TrimPrefix(strings.ToLower(t.Typ), "application/"), "at+jwt")
 }

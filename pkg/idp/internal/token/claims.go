@@ -1,0 +1,242 @@
+package token
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+)
+
+// Access holds the roles of a realm_access or resource_access entry
+// (pkg/idp exports it as idp.Access).
+type Access struct {
+	Roles []string `json:"roles"`
+}
+
+// Claims are the decoded claims the verifier and the guards read, matched
+// by their exact names. Keycloak's own claims are read leniently: a claim
+// of an unexpected shape reads as absent (a guard on it never matches)
+// instead of failing the token. The registered claims are strict: iss, sub
+// and jti strings, aud a string or an array of strings, exp, nbf and iat
+// JSON numbers.
+type Claims struct {
+	Issuer, Subject, ID string
+	Audience            []string
+	Exp, Nbf, Iat       float64 // NumericDate values; see HasExp, HasNbf, HasIat
+	HasExp, HasNbf      bool
+	HasIat              bool
+
+	AZP, Typ, Scope, SID, SessionState string
+	PreferredUsername, Email, Name     string
+	SCP                                []string
+	EmailVerified                      bool
+	RealmRoles                         []string
+	ResourceAccess                     map[string]Access
+
+	// Markers of ID tokens, kept only to refuse them: the presence of
+	// nonce, at_hash and c_hash.
+	Nonce, ATHash, CHash bool
+
+	Raw []byte // the payload, shared, never modified
+}
+
+// claim bits, to refuse a payload that names a claim twice (RFC 7519 §4:
+// parsers must reject duplicates or take the last; taking the last would
+// let a token say two things).
+const (
+	cIss = 1 << iota
+	cSub
+	cAud
+	cExp
+	cNbf
+	cIat
+	cJti
+	cAzp
+	cTyp
+	cScope
+	cScp
+	cSid
+	cSessionState
+	cRealmAccess
+	cResourceAccess
+	cPreferredUsername
+	cEmail
+	cEmailVerified
+	cName
+	cNonce
+	cAtHash
+	cCHash
+)
+
+var claimBits = map[string]int{
+	"iss": cIss, "sub": cSub, "aud": cAud, "exp": cExp, "nbf": cNbf, "iat": cIat, "jti": cJti,
+	"azp": cAzp, "typ": cTyp, "scope": cScope, "scp": cScp, "sid": cSid, "session_state": cSessionState,
+	"realm_access": cRealmAccess, "resource_access": cResourceAccess, "preferred_username": cPreferredUsername,
+	"email": cEmail, "email_verified": cEmailVerified, "name": cName, "nonce": cNonce, "at_hash": cAtHash, "c_hash": cCHash,
+}
+
+// DecodeClaims decodes the payload once, matching claim names exactly.
+// The claims that recur between tokens (issuer, audiences, azp, typ,
+// scope, roles, client names) go through in, which may be nil; the
+// per-token ones (sub, jti, sid, e-mail, names) never do. Errors are
+// invalid-token errors with a client-safe reason.
+func DecodeClaims(in *Interner, payload []byte) (*Claims, error) {
+	c := &Claims{Raw: payload}
+	seen := 0
+	err := EachMember(nil, payload, func(name string, v []byte) error {
+		bit, read := claimBits[name]
+		if !read {
+			return nil
+		}
+		if seen&bit != 0 {
+			return Invalid("duplicate claim "+name, nil)
+		}
+		seen |= bit
+		if string(v) == "null" {
+			return nil // null is absent
+		}
+		var ok bool
+		switch bit {
+		case cIss:
+			if c.Issuer, ok = String(in, v); !ok {
+				return Invalid("malformed iss claim", nil)
+			}
+		case cSub:
+			if c.Subject, ok = String(nil, v); !ok {
+				return Invalid("malformed sub claim", nil)
+			}
+		case cJti:
+			c.ID, _ = String(nil, v) // read leniently, as before: a numeric jti reads as ""
+		case cAud:
+			if s, isStr := String(in, v); isStr {
+				c.Audience = []string{s}
+			} else if c.Audience, ok = jsonStrings(in, v); !ok {
+				return Invalid("malformed aud claim", nil)
+			}
+		case cExp:
+			if c.Exp, ok = jsonNumber(v); !ok {
+				return Invalid("exp must be a number", nil)
+			}
+			c.HasExp = true
+		case cNbf:
+			if c.Nbf, ok = jsonNumber(v); !ok {
+				return Invalid("nbf must be a number", nil)
+			}
+			c.HasNbf = true
+		case cIat:
+			if c.Iat, ok = jsonNumber(v); !ok {
+				return Invalid("iat must be a number", nil)
+			}
+			c.HasIat = true
+		case cAzp:
+			c.AZP, _ = String(in, v)
+		case cTyp:
+			c.Typ, _ = String(in, v)
+		case cScope:
+			c.Scope, _ = String(in, v)
+		case cScp:
+			c.SCP = lenientStrings(in, v)
+		case cSid:
+			c.SID, _ = String(nil, v)
+		case cSessionState:
+			c.SessionState, _ = String(nil, v)
+		case cPreferredUsername:
+			c.PreferredUsername, _ = String(nil, v)
+		case cEmail:
+			c.Email, _ = String(nil, v)
+		case cName:
+			c.Name, _ = String(nil, v)
+		case cEmailVerified:
+			c.EmailVerified = string(v) == "true"
+		case cRealmAccess:
+			c.RealmRoles = accessRoles(in, v)
+		case cResourceAccess:
+			c.ResourceAccess = resourceAccess(in, v)
+		case cNonce:
+			c.Nonce = true
+		case cAtHash:
+			c.ATHash = true
+		case cCHash:
+			c.CHash = true
+		}
+		return nil
+	})
+	if errors.Is(err, errJSON) {
+		return nil, Invalid("malformed token", err)
+	}
+	return c, err
+}
+
+// lenientStrings reads an array's string elements, skipping the others;
+// any other JSON value reads as none.
+func lenientStrings(in *Interner, v []byte) []string {
+	if len(v) == 0 || v[0] != '[' {
+		return nil
+	}
+	if out, ok := jsonStrings(in, v); ok {
+		return out
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(v, &raw) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(raw))
+	for _, r := range raw {
+		if s, ok := String(in, r); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// accessRoles reads {"roles": [...]} with the exact name "roles"; any
+// other shape reads as no roles.
+func accessRoles(in *Interner, v []byte) []string {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	var roles []string
+	dup := false
+	_ = EachMember(in, v, func(name string, val []byte) error {
+		if name == "roles" {
+			if roles != nil {
+				dup = true
+			}
+			roles = lenientStrings(in, val)
+			if roles == nil {
+				roles = []string{}
+			}
+		}
+		return nil
+	})
+	if dup {
+		return nil // two "roles": neither is believed
+	}
+	return roles
+}
+
+// resourceAccess reads {"client": {"roles": [...]}, ...}; entries of
+// another shape read as no roles, a client named twice as none.
+func resourceAccess(in *Interner, v []byte) map[string]Access {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	out := map[string]Access{}
+	dups := map[string]bool{}
+	_ = EachMember(in, v, func(client string, val []byte) error {
+		if _, seen := out[client]; seen {
+			dups[client] = true
+		}
+		out[client] = Access{Roles: accessRoles(in, val)}
+		return nil
+	})
+	for client := range dups {
+		delete(out, client)
+	}
+	return out
+}
+
+func NumericTime(f float64) time.Time {
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9))
+}
