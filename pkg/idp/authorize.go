@@ -160,23 +160,25 @@ func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
 // cookies that renew or clear the session).
 func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 	raw, err := p.rawToken(r)
+	var pr probe
 	if err == nil {
 		// A token in the hot table was verified before, its syntax
 		// included (a hit compares the whole token): only a miss checks
-		// the syntax.
-		if id := p.verifiedBefore(raw); id != nil {
-			return id, nil
+		// the syntax, and goes on with the same probe.
+		if pr = p.probe(raw); pr.hit != nil {
+			return pr.hit, nil
 		}
-		raw, err = checkTokenSyntax(raw)
+		_, err = checkTokenSyntax(raw)
 	}
 	if errors.Is(err, ErrNoToken) && p.sessions != nil {
 		raw, v.Cookies, err = p.sessions.token(r)
 		v.Session = err == nil
+		pr = p.probe(raw)
 	}
 	if err != nil {
 		return nil, err
 	}
-	id, err := p.verify(r.Context(), raw)
+	id, err := p.verifyProbed(r.Context(), pr)
 	if err != nil && v.Session && errors.Is(err, ErrInvalidToken) {
 		// A session whose token no longer verifies (the provider's keys
 		// changed past it): over, sign in again.

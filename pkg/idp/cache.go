@@ -2,10 +2,11 @@ package idp
 
 import (
 	"crypto/sha256"
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/directmap"
 )
 
 // tokenCache remembers verified tokens so that a token presented again is
@@ -57,7 +58,7 @@ func newTokenCache(max int) *tokenCache {
 	}
 	n := min(max, cacheShards)
 	c := &tokenCache{nShards: n, perShard: max / n}
-	c.hot.seed = maphash.MakeSeed()
+	c.hot.slots = directmap.Make[hotEntry](hotSlots)
 	for i := range c.shards {
 		c.shards[i].entries = make(map[[32]byte]cacheEntry)
 	}
@@ -66,8 +67,8 @@ func newTokenCache(max int) *tokenCache {
 }
 
 // cacheKey locates a token in the cache: its hot slot, its SHA-256 and
-// its shard. get computes it once per request; promote and put reuse
-// it.
+// its shard. lookup finds the slot and get the rest, once per request;
+// promote and put reuse them.
 type cacheKey struct {
 	hot   *atomic.Pointer[hotEntry]
 	sum   [32]byte
@@ -84,39 +85,35 @@ func (c *tokenCache) hash(raw string, k *cacheKey) {
 	k.shard = &c.shards[int(k.sum[0])%c.nShards]
 }
 
-// get looks raw up under key-set generation gen at now. A hit from the
-// hot table returns the Identity verified before (shared). A hit from the
-// shards returns the verified payload and its exp (unix nanoseconds) for
-// the caller to decode (and hand to promote). A miss returns neither. The
-// key is for promote and put.
-func (c *tokenCache) get(raw string, now time.Time, gen uint64) (id *Identity, payload []byte, exp int64, k cacheKey) {
+// lookup returns the Identity the hot table holds for raw under key-set
+// generation gen at now (verified before and shared), or nil; and raw's
+// key, its hot slot filled in, for get, promote and put.
+func (c *tokenCache) lookup(raw string, now time.Time, gen uint64) (*Identity, cacheKey) {
 	if c == nil {
-		return nil, nil, 0, cacheKey{}
+		return nil, cacheKey{}
 	}
-	nowNs := now.UnixNano()
-	k = cacheKey{hot: c.hot.slot(raw)}
-	if id := c.hot.get(k.hot, raw, nowNs, gen); id != nil {
-		return id, nil, 0, k
+	k := cacheKey{hot: c.hot.slot(raw)}
+	return c.hot.get(k.hot, raw, now.UnixNano(), gen), k
+}
+
+// get looks raw up in the shards, after lookup missed with k. A hit
+// returns the verified payload and its exp (unix nanoseconds) for the
+// caller to decode (and hand to promote); a miss returns neither. It
+// fills in k's hash for put.
+func (c *tokenCache) get(raw string, k *cacheKey, now time.Time, gen uint64) (payload []byte, exp int64) {
+	if c == nil {
+		return nil, 0
 	}
-	c.hash(raw, &k)
+	c.hash(raw, k)
 	s := k.shard
 	s.mu.RLock()
 	e, ok := s.entries[k.sum]
 	sgen := s.gen
 	s.mu.RUnlock()
-	if !ok || sgen != gen || nowNs >= e.exp {
-		return nil, nil, 0, k
+	if !ok || sgen != gen || now.UnixNano() >= e.exp {
+		return nil, 0
 	}
-	return nil, e.payload, e.exp, k
-}
-
-// hotGet returns the Identity the hot table holds for raw (see
-// hotTokens.get), or nil.
-func (c *tokenCache) hotGet(raw string, now time.Time, gen uint64) *Identity {
-	if c == nil {
-		return nil
-	}
-	return c.hot.get(c.hot.slot(raw), raw, now.UnixNano(), gen)
+	return e.payload, e.exp
 }
 
 // promote makes id, decoded from a payload get returned, raw's hot entry.

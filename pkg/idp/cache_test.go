@@ -26,14 +26,14 @@ func TestTokenCacheEntries(t *testing.T) {
 		t.Fatalf("%d entries, want 1", n)
 	}
 	c.hot.reset() // the shards alone
-	got, p, exp, _ := c.get(string([]byte("tok-1")), now, 0)
+	got, p, exp, _ := getToken(c, string([]byte("tok-1")), now, 0)
 	if got != nil || string(p) != `{"sub":"u"}` || exp != now.Add(time.Minute).UnixNano() {
 		t.Fatalf("shard hit = %v, %q, %d; want the payload and exp", got, p, exp)
 	}
-	if _, p, _, _ := c.get("tok-1", now.Add(time.Minute), 0); p != nil {
+	if _, p, _, _ := getToken(c, "tok-1", now.Add(time.Minute), 0); p != nil {
 		t.Fatal("served at exp")
 	}
-	if _, p, _, _ := c.get("tok-1", now, 1); p != nil {
+	if _, p, _, _ := getToken(c, "tok-1", now, 1); p != nil {
 		t.Fatal("served under another key-set generation")
 	}
 	for i := range 1000 {

@@ -1,8 +1,9 @@
 package idp
 
 import (
-	"hash/maphash"
 	"sync/atomic"
+
+	"github.com/idp-proxy/idp-proxy/internal/directmap"
 )
 
 // hotTokens is a small table in front of the sharded token cache for the
@@ -19,8 +20,7 @@ import (
 // hotMaxToken bytes: its memory is bounded by about 1 MiB whatever the
 // traffic. The sharded cache behind it keeps no token.
 type hotTokens struct {
-	seed  maphash.Seed
-	slots [hotSlots]atomic.Pointer[hotEntry]
+	slots directmap.Table[hotEntry]
 }
 
 const (
@@ -35,9 +35,7 @@ type hotEntry struct {
 }
 
 // slot returns the slot of raw.
-func (h *hotTokens) slot(raw string) *atomic.Pointer[hotEntry] {
-	return &h.slots[maphash.String(h.seed, raw)%hotSlots]
-}
+func (h *hotTokens) slot(raw string) *atomic.Pointer[hotEntry] { return h.slots.String(raw) }
 
 // get returns the Identity of raw when the slot holds exactly that token,
 // verified under key-set generation gen and not past its exp at now.
@@ -58,8 +56,4 @@ func (h *hotTokens) put(slot *atomic.Pointer[hotEntry], id *Identity, exp int64,
 }
 
 // reset empties the table.
-func (h *hotTokens) reset() {
-	for i := range h.slots {
-		h.slots[i].Store(nil)
-	}
-}
+func (h *hotTokens) reset() { h.slots.Reset() }

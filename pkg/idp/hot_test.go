@@ -6,10 +6,21 @@ import (
 	"time"
 )
 
-// putToken caches id for raw as verify does: with the key get returns.
+// putToken caches id for raw as verify does: with the key lookup and get
+// return.
 func putToken(c *tokenCache, raw string, id *Identity, exp, now time.Time, gen uint64) {
-	_, _, _, k := c.get(raw, now, gen)
+	_, k := c.lookup(raw, now, gen)
+	c.get(raw, &k, now, gen)
 	c.put(k, id, exp, now, gen)
+}
+
+// getToken looks raw up as verify does: the hot table, then the shards.
+func getToken(c *tokenCache, raw string, now time.Time, gen uint64) (id *Identity, payload []byte, exp int64, k cacheKey) {
+	if id, k = c.lookup(raw, now, gen); id != nil {
+		return id, nil, 0, k
+	}
+	payload, exp = c.get(raw, &k, now, gen)
+	return nil, payload, exp, k
 }
 
 // The hot table answers a repeated token with the identity verified
@@ -23,7 +34,7 @@ func TestHotTokens(t *testing.T) {
 	putToken(c, "tok-1", id, exp, now, 3)
 
 	hot := func(raw string, at time.Time, gen uint64) *Identity {
-		got, _, _, _ := c.get(raw, at, gen)
+		got, _, _, _ := getToken(c, raw, at, gen)
 		return got
 	}
 	presented := string([]byte("tok-1"))
@@ -52,7 +63,7 @@ func TestHotTokens(t *testing.T) {
 
 	// A hit from the shards, decoded by the caller, becomes the hot entry.
 	c.hot.reset()
-	got, payload, pexp, k := c.get("tok-1", now, 3)
+	got, payload, pexp, k := getToken(c, "tok-1", now, 3)
 	if got != nil || payload == nil || pexp != exp.UnixNano() {
 		t.Fatalf("shard hit = %v, %q, %d", got, payload, pexp)
 	}
@@ -63,7 +74,7 @@ func TestHotTokens(t *testing.T) {
 	}
 
 	c.reset(5)
-	if got, payload, _, _ := c.get("tok-1", now, 5); got != nil || payload != nil {
+	if got, payload, _, _ := getToken(c, "tok-1", now, 5); got != nil || payload != nil {
 		t.Fatal("answered after a key-set change")
 	}
 }
@@ -79,7 +90,7 @@ func TestHotTokensLongToken(t *testing.T) {
 	if e := c.hot.slot(long).Load(); e != nil {
 		t.Fatal("a token over hotMaxToken is in the hot table")
 	}
-	if got, payload, _, _ := c.get(long, now, 0); got != nil || payload == nil {
+	if got, payload, _, _ := getToken(c, long, now, 0); got != nil || payload == nil {
 		t.Fatal("long token not cached in the shards")
 	}
 }

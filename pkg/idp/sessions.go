@@ -179,7 +179,9 @@ const (
 // openedCache remembers opened cookie-store sessions by a keyed 128-bit
 // hash of the cookie value, so that a request with a known cookie skips
 // the decryption. An entry may point a cookie superseded by a refresh to
-// the refreshed session and its new cookie value.
+// the refreshed session and its new cookie value. It is not a
+// directmap.Table like the other look-up tables: it keeps no cookie to
+// compare, and evicts expired sessions first (see package directmap).
 type openedCache struct {
 	max    int
 	s1, s2 maphash.Seed

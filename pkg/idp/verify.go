@@ -29,46 +29,64 @@ func (p *Plugin) Verify(ctx context.Context, raw string) (*TokenPayload, error) 
 	return id.Payload, nil
 }
 
-// verifiedBefore returns the Identity of raw when the hot table holds it:
-// raw was verified before, under the current keys, and its exp has not
-// passed. Otherwise nil (verify then does the whole work).
-func (p *Plugin) verifiedBefore(raw string) *Identity {
-	if raw == "" || len(raw) > p.cfg.MaxTokenBytes {
-		return nil
-	}
-	snap := p.keys.current()
-	if snap == nil {
-		return nil
-	}
-	return p.cache.hotGet(raw, p.cfg.Now(), snap.gen)
+// errTokenTooLarge: the token is longer than Config.MaxTokenBytes.
+var errTokenTooLarge = invalid("token too large", nil)
+
+// probe is a token's first step through verification: the checks that
+// need no parsing (not empty, not too large, keys loaded) and the look-up
+// in the hot table, done once per request. Authorize probes a token before
+// checking its syntax (a hit was checked when it was verified) and
+// verifies it with the same probe on a miss.
+type probe struct {
+	raw  string
+	err  error        // why raw cannot be verified; reported after the syntax check
+	snap *keySnapshot // the keys raw is verified under
+	now  time.Time
+	hit  *Identity // the Identity verified before, from the hot table
+	key  cacheKey  // raw's hot slot, for the look-up in the shards and put
 }
 
-// verify is Verify's path: a cache hit costs a hash and a map look-up; a
-// miss costs one parse of the token (claims decoded once, exact names),
-// the signature check and the claim rules.
-func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
-	if raw == "" {
-		return nil, ErrNoToken
-	}
-	if len(raw) > p.cfg.MaxTokenBytes {
-		return nil, invalid("token too large", nil)
+// probe checks raw's size and the keys and looks raw up in the hot table.
+func (p *Plugin) probe(raw string) probe {
+	switch {
+	case raw == "":
+		return probe{err: ErrNoToken}
+	case len(raw) > p.cfg.MaxTokenBytes:
+		return probe{err: errTokenTooLarge}
 	}
 	snap := p.keys.current()
 	if snap == nil {
-		return nil, ErrUnavailable
+		return probe{err: ErrUnavailable}
 	}
-	now := p.cfg.Now()
-	id, payload, exp, key := p.cache.get(raw, now, snap.gen)
-	if id != nil {
-		return id, nil
+	pr := probe{raw: raw, snap: snap, now: p.cfg.Now()}
+	pr.hit, pr.key = p.cache.lookup(raw, pr.now, snap.gen)
+	return pr
+}
+
+// verify is Verify's path: a cache hit costs a hash and a look-up; a miss
+// costs one parse of the token (claims decoded once, exact names), the
+// signature check and the claim rules.
+func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
+	return p.verifyProbed(ctx, p.probe(raw))
+}
+
+// verifyProbed finishes the verification pr began: the hot table's
+// answer, else the shards', else the whole work.
+func (p *Plugin) verifyProbed(ctx context.Context, pr probe) (*Identity, error) {
+	if pr.err != nil {
+		return nil, pr.err
 	}
-	if payload != nil {
+	if pr.hit != nil {
+		return pr.hit, nil
+	}
+	raw, snap, now := pr.raw, pr.snap, pr.now
+	if payload, exp := p.cache.get(raw, &pr.key, now, snap.gen); payload != nil {
 		// Verified before: only the claims are decoded again (they
 		// decoded and passed every check then; time only moves on, and
 		// the cache never serves at or past exp).
 		if c, err := token.DecodeClaims(p.intern, payload); err == nil {
-			id = &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
-			p.cache.promote(key, id, exp, snap.gen)
+			id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
+			p.cache.promote(pr.key, id, exp, snap.gen)
 			return id, nil
 		}
 	}
@@ -97,8 +115,8 @@ func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
 	if err := p.checkClaims(c, t.IsATJWT()); err != nil {
 		return nil, err
 	}
-	id = &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
-	p.cache.put(key, id, token.NumericTime(c.Exp), now, used.gen)
+	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
+	p.cache.put(pr.key, id, token.NumericTime(c.Exp), now, used.gen)
 	return id, nil
 }
 

@@ -1,9 +1,7 @@
 package proxy
 
 import (
-	"hash/maphash"
-	"sync/atomic"
-
+	"github.com/idp-proxy/idp-proxy/internal/directmap"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -25,17 +23,18 @@ type identityValues struct {
 // locks. A User is never modified once verified (see idp.Identity), so
 // values computed for a pointer stay right for as long as it is used.
 type identityMemo struct {
-	seed  maphash.Seed
-	slots [identityMemoSlots]atomic.Pointer[identityValues]
+	slots directmap.Table[identityValues]
 }
 
 const identityMemoSlots = 256
 
-func newIdentityMemo() *identityMemo { return &identityMemo{seed: maphash.MakeSeed()} }
+func newIdentityMemo() *identityMemo {
+	return &identityMemo{slots: directmap.Make[identityValues](identityMemoSlots)}
+}
 
 // values returns u's header values.
 func (m *identityMemo) values(u *idp.User, emailVerified bool) *identityValues {
-	slot := &m.slots[maphash.Comparable(m.seed, u)%identityMemoSlots]
+	slot := directmap.Comparable(&m.slots, u)
 	if v := slot.Load(); v != nil && v.u == u && v.emailVerified == emailVerified {
 		return v
 	}
