@@ -170,7 +170,7 @@ func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 		}
 		_, err = checkTokenSyntax(raw)
 	}
-	if errors.Is(err, ErrNoToken) && p.sessions != nil {
+	if errors.Is(err, ErrNoToken) && err != ErrCrossOrigin && p.sessions != nil {
 		raw, v.Cookies, err = p.sessions.token(r)
 		v.Session = err == nil
 		pr = p.probe(raw)

@@ -2,6 +2,7 @@ package idp
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
@@ -13,6 +14,10 @@ import (
 var (
 	// ErrNoToken: the request carries no access token.
 	ErrNoToken = errors.New("idp: no access token")
+	// ErrCrossOrigin: a browser's cross-origin request with an unsafe
+	// method carried the token cookie (TokenLocationCookie), which is not
+	// a credential there (see TokenFromRequest). It wraps ErrNoToken.
+	ErrCrossOrigin = fmt.Errorf("%w: the token cookie is not a credential on a cross-origin request", ErrNoToken)
 	// ErrInvalidRequest: the request carries credentials in an ambiguous
 	// form, for example two Authorization headers (RFC 6750 invalid_request).
 	ErrInvalidRequest = errors.New("idp: invalid request")

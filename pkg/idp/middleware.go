@@ -23,7 +23,9 @@ import (
 // CrossOriginProtection from Sec-Fetch-Site, else Origin against Host,
 // with the origin of Config.RedirectURI trusted) carries no token: the
 // browser attaches the cookie by itself, and SameSite=Lax still sends it
-// from sibling subdomains, so it is not a credential there (CSRF).
+// from sibling subdomains, so it is not a credential there (CSRF). When
+// such a request carries the cookie the error is ErrCrossOrigin (which
+// wraps ErrNoToken), and Authorize does not fall back to a session.
 func (p *Plugin) TokenFromRequest(r *http.Request) (string, error) {
 	raw, err := p.rawToken(r)
 	if err != nil {
@@ -36,10 +38,13 @@ func (p *Plugin) TokenFromRequest(r *http.Request) (string, error) {
 // itself (Authorize skips it for a token verified before).
 func (p *Plugin) rawToken(r *http.Request) (string, error) {
 	if p.cfg.TokenLocation == TokenLocationCookie {
-		if p.cop.Check(r) != nil {
-			return "", ErrNoToken
-		}
 		cs := r.CookiesNamed(p.cfg.CookieName)
+		if p.cop.Check(r) != nil {
+			if len(cs) == 0 {
+				return "", ErrNoToken
+			}
+			return "", ErrCrossOrigin
+		}
 		switch len(cs) {
 		case 0:
 			return "", ErrNoToken

@@ -108,6 +108,17 @@ func TestCookieTokenIsNotACredentialCrossOrigin(t *testing.T) {
 		if rec.Code != tt.want || (tt.want != 200) != (next.calls == 0) {
 			t.Errorf("%s: %d (handler called %d times), want %d", tt.name, rec.Code, next.calls, tt.want)
 		}
+		// Authorize tells the refusal apart, for a proxy that answers it
+		// differently: ErrCrossOrigin, which is also ErrNoToken.
+		r := httptest.NewRequest(tt.method, "/x", nil)
+		r.Header.Set("Cookie", "at="+tok)
+		if tt.hdr != nil {
+			r.Header.Set(tt.hdr[0], tt.hdr[1])
+		}
+		v := p.Authorize(r)
+		if cross := errors.Is(v.Err, idp.ErrCrossOrigin); cross != (tt.want != 200) || (cross && v.Outcome != idp.NoToken) {
+			t.Errorf("%s: Authorize = %v, %v; want ErrCrossOrigin %v", tt.name, v.Outcome, v.Err, tt.want != 200)
+		}
 	}
 }
 

@@ -29,7 +29,7 @@ type Plugin struct {
 	intern      *token.Interner // claim strings shared between tokens (see decodeClaims)
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
-	cop         *http.CrossOriginProtection // COOKIE location: see TokenFromRequest
+	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 
 	stop     context.CancelFunc
 	stopped  chan struct{}
@@ -76,11 +76,12 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	for _, e := range cfg.ExcludedPaths {
 		p.excluded[e] = struct{}{}
 	}
-	if cfg.TokenLocation == TokenLocationCookie {
-		p.cop = http.NewCrossOriginProtection()
-		if u, err := url.Parse(cfg.RedirectURI); err == nil && u.Host != "" {
-			_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
-		}
+	// One judgement of cross-origin requests for every cookie the plugin
+	// reads (token cookie, session, login routes), trusting the origin of
+	// RedirectURI.
+	p.cop = http.NewCrossOriginProtection()
+	if u, err := url.Parse(cfg.RedirectURI); err == nil && u.Host != "" {
+		_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 	}
 	if cfg.Session != nil {
 		u, _ := url.Parse(cfg.RedirectURI) // validated

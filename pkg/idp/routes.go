@@ -140,8 +140,6 @@ func (p *Plugin) newRoutes() http.Handler {
 			scopes = append(scopes, s)
 		}
 	}
-	cop := http.NewCrossOriginProtection()
-	_ = cop.AddTrustedOrigin(redirect.Scheme + "://" + redirect.Host) // valid: checked by New
 	prefix := p.cfg.AuthPrefix
 	if prefix == "/" {
 		prefix = ""
@@ -157,7 +155,6 @@ func (p *Plugin) newRoutes() http.Handler {
 			SupportedSigningAlgs: p.cfg.Algorithms,
 			Now:                  p.cfg.Now,
 		}),
-		cop:           cop,
 		httpsRedirect: redirect.Scheme == "https",
 		cookiePath:    p.cfg.AuthPrefix,
 		paths: map[string]route{
@@ -187,7 +184,6 @@ type authRoutes struct {
 	used          *usedSet
 	scopes        []string
 	verifier      *oidc.IDTokenVerifier
-	cop           *http.CrossOriginProtection
 	httpsRedirect bool
 	cookiePath    string
 	paths         map[string]route

@@ -283,7 +283,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // checkPOST refuses cross-site browser requests with 403.
 func (a *authRoutes) checkPOST(w http.ResponseWriter, r *http.Request) bool {
-	if err := a.cop.Check(r); err != nil {
+	if err := a.p.cop.Check(r); err != nil {
 		writeProblem(w, http.StatusForbidden, "cross-site request refused")
 		return false
 	}

@@ -66,7 +66,7 @@ func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *o
 // end_session_endpoint with id_token_hint and the post-logout redirect.
 // GET is accepted for links and forms; a cross-site request is refused.
 func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || a.cop.Check(r) != nil {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || a.p.cop.Check(r) != nil {
 		writeProblem(w, http.StatusForbidden, "cross-site request refused")
 		return
 	}

@@ -21,9 +21,8 @@ type sessionManager struct {
 	backend SessionBackend // nil: the cookie store
 	cache   *openedCache   // cookie store only
 	revoked revocations    // cookie store: back-channel logouts
-	cop     *http.CrossOriginProtection
-	secure  bool   // https: Secure cookies with the __Host- prefix
-	cookie  string // the cookie's full name
+	secure  bool           // https: Secure cookies with the __Host- prefix
+	cookie  string         // the cookie's full name
 
 	mu      sync.Mutex
 	flights map[string]*refreshFlight // in-process single flight by session ID
@@ -53,13 +52,6 @@ func newSessionManager(p *Plugin, cfg SessionConfig, secure bool) (*sessionManag
 	if m.backend == nil {
 		m.cache = newOpenedCache(cfg.CacheSize)
 	}
-	m.cop = http.NewCrossOriginProtection()
-	if u := p.cfg.RedirectURI; u != "" {
-		if i := strings.Index(u, "://"); i > 0 {
-			host, _, _ := strings.Cut(u[i+3:], "/")
-			_ = m.cop.AddTrustedOrigin(u[:i+3] + host)
-		}
-	}
 	return m, nil
 }
 
@@ -82,7 +74,7 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	if len(parts) == 0 && err == nil {
 		return "", nil, ErrNoToken
 	}
-	if m.cop.Check(r) != nil {
+	if m.p.cop.Check(r) != nil {
 		// A cross-origin unsafe request carries the cookie on its own: no
 		// credential (as with the token cookie).
 		return "", nil, ErrNoToken

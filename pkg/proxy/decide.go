@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -97,24 +98,26 @@ func (p *Proxy) decide(r *http.Request) verdict {
 	case policyDeny:
 		return verdict{rule: rl, dec: decDenied, status: http.StatusForbidden, detail: "access to this path is denied by the proxy's policy"}
 	case policyPublic:
+		// A token on a public route: forward its identity when it is
+		// valid, otherwise go on anonymously (rewrite drops it).
 		v := verdict{rule: rl, dec: decPublic}
-		if !p.crossOrigin(r) {
-			// A token on a public route: forward its identity when it is
-			// valid, otherwise go on anonymously (rewrite drops it).
-			iv := p.authorize(r, nil)
-			if iv.Allowed() {
-				v.id = iv.Identity
-			}
-			v.cookies = iv.Cookies
+		iv := p.authorize(r, nil)
+		if iv.Allowed() {
+			v.id = iv.Identity
 		}
+		v.cookies = iv.Cookies
 		return v
-	}
-	if p.crossOrigin(r) {
-		return verdict{rule: rl, dec: decForbidden, status: http.StatusForbidden,
-			detail: "cross-origin request refused: the token cookie is not accepted on cross-origin POST, PUT, PATCH or DELETE"}
 	}
 	iv := p.authorize(r, rl.guards)
 	if !iv.Allowed() {
+		if iv.Outcome == idp.NoToken && errors.Is(iv.Err, idp.ErrCrossOrigin) {
+			// The plugin took the token cookie of a cross-origin unsafe
+			// request for no credential (CSRF): in COOKIE mode the proxy
+			// turns the cookie into a bearer token, which upstreams rightly
+			// treat as immune to CSRF, so the request is refused outright.
+			return verdict{rule: rl, dec: decForbidden, status: http.StatusForbidden,
+				detail: "cross-origin request refused: the token cookie is not accepted on cross-origin POST, PUT, PATCH or DELETE"}
+		}
 		return verdict{rule: rl, dec: decisionOf(iv.Outcome), idp: iv, byIDP: true}
 	}
 	return verdict{rule: rl, dec: decAllowed, id: iv.Identity, cookies: iv.Cookies}
@@ -148,16 +151,6 @@ func decisionOf(o idp.Outcome) decision {
 		return decAllowed
 	}
 	return decInvalid
-}
-
-// crossOrigin reports whether r is a browser's cross-origin request with
-// an unsafe method (net/http's CrossOriginProtection: Sec-Fetch-Site,
-// else Origin against Host) that carries the token cookie. In COOKIE
-// mode the browser attaches the cookie by itself (SameSite=Lax still
-// sends it from sibling subdomains) and the proxy turns it into a bearer
-// token, which upstreams rightly treat as immune to CSRF.
-func (p *Proxy) crossOrigin(r *http.Request) bool {
-	return p.cop != nil && p.cop.Check(r) != nil && len(r.CookiesNamed(p.tokenCookie)) > 0
 }
 
 // Decision is how the proxy judges a request, as Decide reports it.

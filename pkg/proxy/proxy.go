@@ -48,15 +48,14 @@ type Proxy struct {
 	metrics           *Metrics
 	log               *slog.Logger
 	access            *slog.Logger
-	tokenCookie       string                      // the token cookie, removed from forwarded Cookie headers ("" in header mode)
-	credentialCookies []string                    // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
-	preflightRule     *rule                       // CORS preflights let through (Config.SkipAuthPreflight)
-	fa                *forwardAuth                // nil unless Config.ForwardAuth.Enabled
-	verifyRule        *rule                       // forward-auth verify requests
-	reserved          reservedCookies             // cookies the upstream may not set
-	cop               *http.CrossOriginProtection // COOKIE mode only: see crossOrigin
-	authPrefix        string                      // "" unless include_routes
-	authRoutes        http.Handler                // nil unless include_routes
+	tokenCookie       string          // the token cookie, removed from forwarded Cookie headers ("" in header mode)
+	credentialCookies []string        // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
+	preflightRule     *rule           // CORS preflights let through (Config.SkipAuthPreflight)
+	fa                *forwardAuth    // nil unless Config.ForwardAuth.Enabled
+	verifyRule        *rule           // forward-auth verify requests
+	reserved          reservedCookies // cookies the upstream may not set
+	authPrefix        string          // "" unless include_routes
+	authRoutes        http.Handler    // nil unless include_routes
 	authRule          *rule
 	badRule           *rule // label of requests rejected before any rule
 	maxBody           int64
@@ -130,7 +129,6 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	if ic.TokenLocation == idp.TokenLocationCookie {
 		p.tokenCookie = ic.CookieName
 		p.credentialCookies = append(p.credentialCookies, ic.CookieName)
-		p.cop = http.NewCrossOriginProtection()
 	}
 	if c.authPrefix != "" {
 		p.authPrefix = c.authPrefix
