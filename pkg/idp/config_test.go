@@ -100,3 +100,13 @@ func TestConfigRefusesRealmInServerURLAndBadPorts(t *testing.T) {
 		t.Errorf("bad redirect port: %v", err)
 	}
 }
+
+func TestConfigValidateExported(t *testing.T) {
+	if err := (idp.Config{ServerURL: "https://sso.example.com", Realm: "demo", ClientID: "app"}).Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	err := (idp.Config{Realm: "demo", Algorithms: []string{"HS256"}}).Validate()
+	if !errors.Is(err, idp.ErrConfig) || !strings.Contains(err.Error(), "server_url is required") || !strings.Contains(err.Error(), "symmetric") {
+		t.Fatalf("Validate = %v", err)
+	}
+}

@@ -73,38 +73,3 @@ func RawTokenFrom(ctx context.Context) (string, bool) {
 	}
 	return "", false
 }
-
-// WithUser adapts a handler that declares the user: the returned handler
-// authenticates the request (unless an enclosing Middleware already did)
-// and answers 401/503 itself when that fails, so declaring the identity is
-// what protects the handler.
-func (p *Plugin) WithUser(h func(w http.ResponseWriter, r *http.Request, u *User)) http.Handler {
-	return p.withIdentity(func(w http.ResponseWriter, r *http.Request, id *Identity) { h(w, r, id.User) })
-}
-
-// WithPayload is WithUser for handlers that declare the token payload.
-func (p *Plugin) WithPayload(h func(w http.ResponseWriter, r *http.Request, tp *TokenPayload)) http.Handler {
-	return p.withIdentity(func(w http.ResponseWriter, r *http.Request, id *Identity) { h(w, r, id.Payload) })
-}
-
-// WithRawToken is WithUser for handlers that declare the raw token.
-func (p *Plugin) WithRawToken(h func(w http.ResponseWriter, r *http.Request, raw string)) http.Handler {
-	return p.withIdentity(func(w http.ResponseWriter, r *http.Request, id *Identity) { h(w, r, id.Raw) })
-}
-
-// WithIdentity is WithUser for handlers that declare the whole Identity.
-func (p *Plugin) WithIdentity(h func(w http.ResponseWriter, r *http.Request, id *Identity)) http.Handler {
-	return p.withIdentity(h)
-}
-
-func (p *Plugin) withIdentity(h func(w http.ResponseWriter, r *http.Request, id *Identity)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := p.Authorize(r)
-		if !v.Allowed() {
-			p.WriteVerdict(w, r, v)
-			return
-		}
-		v.SetCookies(w)
-		h(w, withVerdict(r, v), v.Identity)
-	})
-}

@@ -30,12 +30,84 @@
 // pkg/proxy all decide through Authorize; NewContext and IdentityFrom carry
 // the Identity in a context.
 //
-// # Login routes and service tokens
+// # Which entry point
 //
-// With Config.IncludeRoutes, Plugin.Routes serves GET {AuthPrefix}/login and
-// /callback (authorization code with PKCE S256, state and nonce in a sealed,
-// single-use cookie) and POST /refresh and /logout, answering JSON token
-// documents. Plugin.ClientCredentials returns an oauth2.TokenSource for the
+// Protecting handlers: Middleware (every path), Require with guards (some
+// handlers), or the With* adapters (a handler that declares the identity
+// it reads). They answer refusals themselves.
+//
+// Deciding without answering (a proxy, a framework adapter, a handler
+// that must choose its own answer): Authorize, then WriteVerdict for a
+// refusal, or your own answer from the Verdict's Outcome, Status and
+// Detail. Authenticate is Authorize without guards for code that wants a
+// request whose context carries the Identity, or an error; WriteError
+// answers that error as WriteVerdict(w, r, VerdictOf(err)) would. Verify
+// checks a token that did not come with a request (a message, a
+// WebSocket frame); TokenFromRequest only extracts one.
+//
+// A proxy in front of an application also needs the plugin's cookies and
+// routes: Cookies returns them as one value (CookieSet).
+//
+// # The /auth routes
+//
+// With Config.IncludeRoutes, Plugin.Routes serves the authorization-code
+// flow (PKCE S256, state and nonce in a sealed, single-use cookie),
+// answering JSON token documents. With prefix = Config.AuthPrefix:
+//
+//   - GET {prefix}/login[?return_to=/path]: 302 to the provider's
+//     authorization endpoint with response_type=code, Config.Scopes (always
+//     with openid), Config.RedirectURI (never derived from Host or
+//     X-Forwarded-* headers), a fresh state and nonce, and PKCE S256.
+//     State, nonce, verifier and return-to are sealed (AES-256-GCM, key
+//     derived from Config.SessionSecret) into the HttpOnly, SameSite=Lax
+//     cookie LoginStateCookie with Path=prefix, valid for LoginStateTTL and
+//     Secure when the request came over TLS or RedirectURI is https.
+//     return_to must be a relative path on this site ("/reports?x=1"; see
+//     the rules in safeReturnTo); it is handed back in the callback's
+//     document for the client to navigate to, never redirected to.
+//   - GET {prefix}/callback: checks state against the cookie (on a
+//     mismatch, a missing, tampered or expired cookie: 400, and the
+//     provider is not called) and the RFC 9207 iss parameter when
+//     present, accepts each login once (a replayed
+//     callback is 400), answers a provider error= with 401 for
+//     access_denied, login_required, consent_required,
+//     interaction_required and account_selection_required, 400 for the
+//     others, exchanges the code with the PKCE verifier, verifies the ID
+//     token (signature with the plugin's key cache, issuer, audience,
+//     expiry, nonce, iat, sub, azp, at_hash) and the access token, and
+//     answers the JSON token document {access_token, refresh_token,
+//     id_token, token_type, expires_in[, return_to]} with Cache-Control:
+//     no-store. With TokenLocationCookie it also sets the access-token
+//     cookie (HttpOnly, SameSite=Lax, Path=/, Max-Age=expires_in).
+//   - POST {prefix}/refresh with JSON {"refresh_token": "..."}: the same
+//     document with new tokens; the new access token is verified first; a
+//     refusal by the provider (invalid_grant, ...) is 401.
+//   - POST {prefix}/logout with an optional JSON {"refresh_token": "..."}:
+//     ends the session at the provider (a back-channel POST of the refresh
+//     token to the end-session endpoint, as Keycloak accepts it, and RFC
+//     7009 revocation, both with the client's credentials), clears the
+//     access-token and login-state cookies and answers 200
+//     {"logged_out": true, "provider_logout": "done"|"failed"|"skipped"}.
+//
+// POST bodies must be application/json (else 415), at most 64 KiB (else
+// 413), well-formed with the required fields (else 400), and not
+// cross-site (else 403): the check is net/http's CrossOriginProtection
+// (Sec-Fetch-Site, else Origin against Host), with RedirectURI's origin
+// trusted as well. Other paths under the prefix are 404, other methods 405
+// with Allow. Every error is application/problem+json. Calls to the
+// provider use Config.HTTPClient and are bounded by Config.HTTPTimeout;
+// while the provider has not been discovered yet, login, callback and
+// refresh answer 503 with Retry-After.
+//
+// Replay protection of the callback combines the provider's single-use
+// authorization code with a per-process set of completed states, kept
+// until the login state expires (at most 65536 entries). With several
+// replicas a copied state cookie could be replayed once on each other
+// replica; the provider's refusal of the reused code still stops it.
+//
+// # Service tokens
+//
+// Plugin.ClientCredentials returns an oauth2.TokenSource for the
 // client_credentials grant at the realm's token endpoint, and ForwardToken
 // wraps an http.RoundTripper so that calls to a downstream API carry the
 // caller's own token (RawTokenFrom).

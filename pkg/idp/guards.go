@@ -2,7 +2,6 @@ package idp
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 )
 
@@ -123,22 +122,4 @@ func (g listGuard) String() string {
 		name += "[" + g.clientID + "]"
 	}
 	return name + "(" + g.strategy.String() + ": " + strings.Join(g.items, ", ") + ")"
-}
-
-// Require returns middleware that authenticates the request (unless an
-// enclosing Middleware already did) and lets it through only when every
-// guard allows the user; otherwise it answers 403 insufficient_scope (or
-// the 401/400/503 of a failed authentication).
-func (p *Plugin) Require(guards ...Guard) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v := p.Authorize(r, guards...)
-			if !v.Allowed() {
-				p.WriteVerdict(w, r, v)
-				return
-			}
-			v.SetCookies(w)
-			next.ServeHTTP(w, withVerdict(r, v))
-		})
-	}
 }

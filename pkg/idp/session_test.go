@@ -1,236 +1,397 @@
-package idp
+package idp_test
 
 import (
-	"bytes"
-	"encoding/base64"
+	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-	"unicode/utf8"
+
+	"golang.org/x/oauth2"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
-func testSealer(t testing.TB, secret string) *sealer {
+func browserGet(u string) *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, u, nil)
+	return asBrowser(r)
+}
+func asBrowser(r *http.Request) *http.Request {
+	r.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+	r.Header.Set("Sec-Fetch-Mode", "navigate")
+	return r
+}
+
+// sessionEnv is a flowEnv in session mode.
+func sessionEnv(t testing.TB, backend idp.SessionBackend, mutate func(*idp.Config)) *flowEnv {
 	t.Helper()
-	s, err := newSealer([]byte(secret), "login-state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return sessionEnvWith(t, idptest.Options{}, backend, mutate)
 }
 
-const testSecret = "0123456789abcdef0123456789abcdef"
-
-func TestSealRoundTrip(t *testing.T) {
-	s := testSealer(t, testSecret)
-	now := time.Unix(1_800_000_000, 0)
-	in := loginState{State: "st", Nonce: "no", Verifier: "ve", ReturnTo: "/r", Exp: now.Add(time.Minute).Unix()}
-	v, err := s.seal("c", in, now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out loginState
-	if err := s.open("c", v, now, &out); err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	if out != in {
-		t.Fatalf("got %+v, want %+v", out, in)
-	}
-	if strings.Contains(v, "st") && strings.Contains(v, "ve") {
-		// Not a proof of encryption, but a plain-text leak would show.
-		if dec, _ := base64.RawURLEncoding.DecodeString(v); bytes.Contains(dec, []byte(`"v":"ve"`)) {
-			t.Fatal("sealed value holds the plain text")
+func sessionEnvWith(t testing.TB, opts idptest.Options, backend idp.SessionBackend, mutate func(*idp.Config)) *flowEnv {
+	t.Helper()
+	return newFlowEnv(t, opts, func(c *idp.Config) {
+		c.Session = &idp.SessionConfig{Backend: backend}
+		if mutate != nil {
+			mutate(c)
 		}
+	})
+}
+
+// signIn walks a browser through login and back to path; it returns the
+// final redirect target.
+func (e *flowEnv) signIn(t testing.TB, path string) string {
+	t.Helper()
+	resp := e.do(t, browserGet(e.base+path))
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("GET %s without a session: %d, want 302 to login", path, resp.StatusCode)
 	}
-	v2, _ := s.seal("c", in, now.Add(time.Minute))
-	if v == v2 {
-		t.Fatal("two seals of the same value are equal: nonce reused")
+	login, _ := url.Parse(resp.Header.Get("Location"))
+	if login.Path != "/auth/login" || login.Query().Get("return_to") != path {
+		t.Fatalf("redirected to %s, want /auth/login?return_to=%s", login, path)
+	}
+	resp = e.do(t, browserGet(e.base+login.String()))
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("login: %d", resp.StatusCode)
+	}
+	auth, _ := url.Parse(resp.Header.Get("Location"))
+	cb := e.authorize(t, auth)
+	resp = e.do(t, browserGet(cb))
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("callback in session mode: %d %s, want 302", resp.StatusCode, readBody(resp))
+	}
+	return resp.Header.Get("Location")
+}
+
+func (e *flowEnv) me(t *testing.T, browser bool) *http.Response {
+	t.Helper()
+	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+	if browser {
+		asBrowser(r)
+	} else {
+		r.Header.Set("Accept", "application/json")
+	}
+	return e.do(t, r)
+}
+
+func stores() map[string]func() idp.SessionBackend {
+	return map[string]func() idp.SessionBackend{
+		"cookie": func() idp.SessionBackend { return nil },
+		"memory": idp.NewMemoryBackend,
 	}
 }
 
-func TestOpenRejects(t *testing.T) {
-	s := testSealer(t, testSecret)
-	now := time.Unix(1_800_000_000, 0)
-	good, err := s.seal("c", loginState{State: "x"}, now.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := base64.RawURLEncoding.DecodeString(good)
-	flip := func(i int) string {
-		b := bytes.Clone(raw)
-		b[i] ^= 1
-		return base64.RawURLEncoding.EncodeToString(b)
-	}
-	other := testSealer(t, "another secret of at least 32 bytes!!")
-	otherVal, _ := other.seal("c", loginState{State: "x"}, now.Add(time.Minute))
-	otherPurpose, _ := newSealer([]byte(testSecret), "session")
-	purposeVal, _ := otherPurpose.seal("c", loginState{State: "x"}, now.Add(time.Minute))
-	cases := []struct {
-		name, value, cookie string
-		at                  time.Time
-		want                error
-	}{
-		{"empty", "", "c", now, errSealed},
-		{"not base64", "!!!", "c", now, errSealed},
-		{"too short", base64.RawURLEncoding.EncodeToString(raw[:10]), "c", now, errSealed},
-		{"version byte", flip(0), "c", now, errSealed},
-		{"nonce bit", flip(3), "c", now, errSealed},
-		{"ciphertext bit", flip(len(raw) / 2), "c", now, errSealed},
-		{"tag bit", flip(len(raw) - 1), "c", now, errSealed},
-		{"truncated", good[:len(good)-4], "c", now, errSealed},
-		{"other cookie name", good, "d", now, errSealed},
-		{"other secret", otherVal, "c", now, errSealed},
-		{"other purpose", purposeVal, "c", now, errSealed},
-		{"oversized", strings.Repeat("A", 9000), "c", now, errSealed},
-		{"expired", good, "c", now.Add(time.Minute), errSealedExpired},
-		{"good", good, "c", now, nil},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var st loginState
-			err := s.open(tc.cookie, tc.value, tc.at, &st)
-			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
-				t.Fatalf("open = %v, want %v", err, tc.want)
+// A browser is sent to the login, comes back to the page it asked for,
+// and its session carries it; API calls without credentials get 401; a
+// bearer token still works next to sessions.
+func TestSessionSignIn(t *testing.T) {
+	for name, backend := range stores() {
+		t.Run(name, func(t *testing.T) {
+			e := sessionEnv(t, backend(), nil)
+			if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("API call without credentials: %d, want 401", resp.StatusCode)
+			}
+			if back := e.signIn(t, "/me"); back != "/me" {
+				t.Fatalf("callback redirected to %q, want /me", back)
+			}
+			for range 3 {
+				if resp := e.me(t, true); resp.StatusCode != 200 || readBody(resp) != "alice" {
+					t.Fatalf("with the session: %d %s", resp.StatusCode, readBody(resp))
+				}
+			}
+			u, _ := url.Parse(e.base)
+			var names []string
+			for _, c := range e.client.Jar.Cookies(u) {
+				names = append(names, c.Name)
+				if strings.Contains(c.Value, ".") && strings.Count(c.Value, ".") == 2 {
+					t.Errorf("cookie %s looks like a raw JWT", c.Name)
+				}
+			}
+			if !strings.Contains(strings.Join(names, ","), idp.DefaultSessionCookie) {
+				t.Fatalf("no session cookie in %v", names)
+			}
+			// A bearer token still works, without the session.
+			r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+			r.Header.Set("Authorization", "Bearer "+e.idp.Mint(e.idp.UserClaims(clientID, "svc")))
+			if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("bearer next to sessions: %v %v", resp, err)
 			}
 		})
 	}
 }
 
-func TestUsedSet(t *testing.T) {
-	now := time.Unix(1_800_000_000, 0)
-	u := newUsedSet(4)
-	if !u.use("a", now.Add(time.Minute), now) {
-		t.Fatal("first use refused")
-	}
-	if u.use("a", now.Add(time.Minute), now) {
-		t.Fatal("second use accepted")
-	}
-	if !u.use("a", now.Add(2*time.Minute), now.Add(time.Minute)) {
-		t.Fatal("use after expiry refused")
-	}
-	for i := range 100 {
-		u.use(string(rune('b'+i)), now.Add(time.Hour), now)
-		if len(u.seen) > 4 {
-			t.Fatalf("set grew to %d entries, bound is 4", len(u.seen))
-		}
+// The access token is refreshed before it expires, once per session even
+// under concurrent requests; a refused refresh ends the session.
+func TestSessionRefresh(t *testing.T) {
+	for name, backend := range stores() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			// Tokens live 6 s and are refreshed at most half their
+			// lifetime (3 s) before they expire: after 3.5 s the next
+			// requests need a refresh, whatever the whole-second rounding
+			// of iat and exp. (Real time: the provider stamps the new
+			// tokens with its own clock.)
+			e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, backend(), func(c *idp.Config) {
+				c.Session.RefreshMargin = 4 * time.Second
+				c.Leeway = -1
+			})
+			e.signIn(t, "/me")
+			before := e.idp.TokenRequests()
+			time.Sleep(3500 * time.Millisecond)
+			var wg sync.WaitGroup
+			var ok atomic.Int32
+			for range 8 {
+				wg.Go(func() {
+					if resp := e.me(t, false); resp.StatusCode == 200 {
+						ok.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if ok.Load() != 8 {
+				t.Fatalf("%d of 8 concurrent requests served during the refresh", ok.Load())
+			}
+			if n := e.idp.TokenRequests() - before; n != 1 {
+				t.Fatalf("%d refreshes for one session under 8 concurrent requests, want 1", n)
+			}
+			// The provider ends the session: the next refresh is refused
+			// and the session is over (API: 401; browser: login).
+			e.idp.EndSessions()
+			time.Sleep(3500 * time.Millisecond)
+			if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("after a refused refresh: %d, want 401", resp.StatusCode)
+			}
+			if resp := e.me(t, true); resp.StatusCode != http.StatusFound {
+				t.Fatalf("browser after the session ended: %d, want 302 to login", resp.StatusCode)
+			}
+		})
 	}
 }
 
-func TestSafeReturnTo(t *testing.T) {
-	good := []string{
-		"/", "/reports", "/reports?x=1&y=%2F", "/a/b#frag", "/caf%C3%A9", "/search?q=100%25", "/a:b", "/a..b/c.d",
-	}
-	bad := []string{
-		"", "reports", "//evil.example", "///evil.example", "/\\evil.example", "\\\\evil.example",
-		"https://evil.example", "http:/evil.example", "javascript:alert(1)", "/%2F%2Fevil.example",
-		"/%2fevil.example", "/%5Cevil.example", "/%5cevil", "/%252F%252Fevil.example", "/%25252F%25252Fevil",
-		"/a\\b", "/a\r\nSet-Cookie:x=1", "/a%0d%0aX:1", "/a\x00", "/%00", "/a\tb", "/\x7f",
-		"/./", "/.//evil.example", "/a/../..//evil", "/%2E%2E/x", "/a%zz", "/" + strings.Repeat("a", 3000),
-		"/\xff", " /a", "/%252525252F%252525252Fevil",
-	}
-	for _, s := range good {
-		if got, ok := safeReturnTo(s); !ok || got != s {
-			t.Errorf("safeReturnTo(%q) = %q, %v; want accepted", s, got, ok)
-		}
-	}
-	for _, s := range bad {
-		if got, ok := safeReturnTo(s); ok {
-			t.Errorf("safeReturnTo(%q) = %q accepted; want refused", s, got)
-		}
+// Logout ends the session locally and at the provider and sends the
+// browser through the end-session endpoint with id_token_hint.
+func TestSessionLogout(t *testing.T) {
+	for name, backend := range stores() {
+		t.Run(name, func(t *testing.T) {
+			e := sessionEnv(t, backend(), func(c *idp.Config) {
+				c.Session.PostLogoutRedirectURI = "http://app.example/bye"
+			})
+			e.signIn(t, "/me")
+			u, _ := url.Parse(e.base)
+			saved := e.client.Jar.Cookies(u) // a copy of the cookies, taken before logout
+			cross, _ := http.NewRequest(http.MethodGet, e.base+"/auth/logout", nil)
+			cross.Header.Set("Sec-Fetch-Site", "cross-site")
+			if resp := e.do(t, asBrowser(cross)); resp.StatusCode != http.StatusForbidden {
+				t.Fatalf("cross-site logout: %d, want 403", resp.StatusCode)
+			}
+			resp := e.do(t, browserGet(e.base+"/auth/logout"))
+			if resp.StatusCode != http.StatusFound {
+				t.Fatalf("logout: %d %s", resp.StatusCode, readBody(resp))
+			}
+			end, _ := url.Parse(resp.Header.Get("Location"))
+			if !strings.HasSuffix(end.Path, "/protocol/openid-connect/logout") || end.Query().Get("id_token_hint") == "" ||
+				end.Query().Get("post_logout_redirect_uri") != "http://app.example/bye" {
+				t.Fatalf("logout redirect %s: want the end-session endpoint with id_token_hint and post_logout_redirect_uri", end)
+			}
+			if e.idp.Sessions() != 0 {
+				t.Fatalf("the provider still has %d sessions", e.idp.Sessions())
+			}
+			if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("after logout: %d", resp.StatusCode)
+			}
+			// A copy of the cookie taken before the logout is worthless too.
+			r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+			for _, c := range saved {
+				r.AddCookie(c)
+			}
+			if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("old cookie after logout: %v %v, want 401", resp.StatusCode, err)
+			}
+		})
 	}
 }
 
-// FuzzSafeReturnTo: whatever is accepted stays on this site once resolved
-// against it, in every decoded form.
-func FuzzSafeReturnTo(f *testing.F) {
-	for _, s := range []string{"/", "/a?b=c", "//evil", "/\\evil", "/%2F%2Fevil", "/%5Cevil", "https://e", "/.//e", "/%252F/e"} {
-		f.Add(s)
+// A tampered, foreign or garbage session cookie is no session: 401 (or
+// login for a browser), the cookie cleared, never a 500.
+func TestSessionCookieTampering(t *testing.T) {
+	e := sessionEnv(t, nil, nil)
+	e.signIn(t, "/me")
+	u, _ := url.Parse(e.base)
+	var value string
+	for _, c := range e.client.Jar.Cookies(u) {
+		if c.Name == idp.DefaultSessionCookie {
+			value = c.Value
+		}
 	}
-	base, _ := url.Parse("https://app.example/auth/callback")
-	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := safeReturnTo(s)
-		if !ok {
-			return
-		}
-		if got != s {
-			t.Fatalf("accepted value changed: %q -> %q", s, got)
-		}
-		cur := s
-		for range 4 {
-			if strings.HasPrefix(cur, "//") || strings.ContainsAny(cur, "\\\r\n\t\x00") || !strings.HasPrefix(cur, "/") {
-				t.Fatalf("accepted %q has unsafe form %q", s, cur)
+	other := sessionEnv(t, nil, func(c *idp.Config) { c.SessionSecret = []byte(strings.Repeat("another secret ", 3)) })
+	flip := []byte(value)
+	flip[len(flip)/2] ^= 1
+	for what, v := range map[string]string{
+		"flipped bit": string(flip), "truncated": value[:len(value)/2], "garbage": "x", "empty-ish": "==",
+		"huge": strings.Repeat("A", 20000),
+	} {
+		for _, target := range []*flowEnv{e, other} {
+			r, _ := http.NewRequest(http.MethodGet, target.base+"/me", nil)
+			r.AddCookie(&http.Cookie{Name: idp.DefaultSessionCookie, Value: v})
+			resp, err := http.DefaultClient.Do(r)
+			if err != nil {
+				t.Fatal(err)
 			}
-			u, err := url.Parse(cur)
-			if err == nil {
-				if r := base.ResolveReference(u); r.Host != "app.example" || r.Scheme != "https" {
-					t.Fatalf("accepted %q resolves to %s", s, r)
-				}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s cookie: %d, want 401", what, resp.StatusCode)
 			}
-			dec, err := url.PathUnescape(cur)
-			if err != nil || dec == cur {
-				break
-			}
-			cur = dec
 		}
+	}
+	// The genuine cookie on the app of another secret: no session there.
+	r, _ := http.NewRequest(http.MethodGet, other.base+"/me", nil)
+	r.AddCookie(&http.Cookie{Name: idp.DefaultSessionCookie, Value: value})
+	if resp, _ := http.DefaultClient.Do(r); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("foreign cookie: %d, want 401", resp.StatusCode)
+	}
+	// A cross-origin unsafe request carries the cookie but no credential.
+	req, _ := http.NewRequest(http.MethodPost, e.base+"/auth/refresh", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	if resp := e.do(t, req); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-site POST: %d", resp.StatusCode)
+	}
+}
+
+// Tokens too large for one cookie are split into chunks; the session key
+// rotates with the previous secret still accepted.
+func TestSessionChunksAndKeyRotation(t *testing.T) {
+	big := strings.Repeat("x", 1200)
+	old := []byte(sessionSecret)
+	e := sessionEnv(t, nil, nil)
+	e.idp.SetClaimsHook(func(typ string, c map[string]any) { c["padding"] = big })
+	e.signIn(t, "/me")
+	u, _ := url.Parse(e.base)
+	chunks := 0
+	for _, c := range e.client.Jar.Cookies(u) {
+		if strings.HasPrefix(c.Name, idp.DefaultSessionCookie) {
+			chunks++
+		}
+	}
+	if chunks < 2 {
+		t.Fatalf("%d session cookie(s) for ~6 KB of tokens, want chunks", chunks)
+	}
+	if resp := e.me(t, false); resp.StatusCode != 200 {
+		t.Fatalf("chunked session: %d", resp.StatusCode)
+	}
+	// The same cookies, judged by a plugin with a new secret and the old
+	// one as previous: accepted; without the old one: no session.
+	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+	for _, c := range e.client.Jar.Cookies(u) {
+		r.AddCookie(c)
+	}
+	same := newPlugin(t, e.idp, func(c *idp.Config) {
+		c.ClientSecret = clientSecret
+		c.IncludeRoutes = true
+		c.RedirectURI = e.base + "/auth/callback"
+		c.SessionSecret = []byte(strings.Repeat("the new secret ", 3))
+		c.Session = &idp.SessionConfig{PreviousSecrets: [][]byte{old}}
 	})
-}
-
-// FuzzOpenSealed: opening arbitrary cookie values never panics and never
-// succeeds without the key; sealing then opening any state round-trips.
-func FuzzOpenSealed(f *testing.F) {
-	s := testSealer(f, testSecret)
-	now := time.Unix(1_800_000_000, 0)
-	good, _ := s.seal(LoginStateCookie, loginState{State: "s"}, now.Add(time.Minute))
-	for _, v := range []string{good, "", "AQ", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", good[:20], good + "A"} {
-		f.Add(v, "s")
+	if v := same.Authorize(r); !v.Allowed() {
+		t.Fatalf("cookie sealed with the previous secret: %v", v.Err)
 	}
-	f.Fuzz(func(t *testing.T, value, state string) {
-		var st loginState
-		// The only value sealed with this key outside this function is the
-		// seed (the fuzzing engine may run in another process, with
-		// another nonce): anything else that opens is a forgery.
-		if err := s.open(LoginStateCookie, value, now, &st); err == nil && st != (loginState{State: "s"}) {
-			t.Fatalf("forged value %q opened to %+v", value, st)
-		}
-		in := loginState{State: state, Nonce: value, Exp: 1}
-		v, err := s.seal(LoginStateCookie, in, now.Add(time.Minute))
-		if err != nil {
-			t.Fatalf("seal: %v", err)
-		}
-		var out loginState
-		if err := s.open(LoginStateCookie, v, now, &out); err != nil {
-			t.Fatalf("round trip failed: %v", err)
-		}
-		// JSON replaces invalid UTF-8; valid strings come back unchanged.
-		if utf8.ValidString(state) && utf8.ValidString(value) && out != in {
-			t.Fatalf("round trip changed the state: %+v != %+v", out, in)
-		}
+	none := newPlugin(t, e.idp, func(c *idp.Config) {
+		c.ClientSecret = clientSecret
+		c.IncludeRoutes = true
+		c.RedirectURI = e.base + "/auth/callback"
+		c.SessionSecret = []byte(strings.Repeat("the new secret ", 3))
+		c.Session = &idp.SessionConfig{}
 	})
-}
-
-func BenchmarkSealOpen(b *testing.B) {
-	s := testSealer(b, testSecret)
-	now := time.Now()
-	st := loginState{State: strings.Repeat("s", 52), Nonce: strings.Repeat("n", 52), Verifier: strings.Repeat("v", 43), ReturnTo: "/reports", Exp: now.Add(time.Minute).Unix()}
-	b.ReportAllocs()
-	for b.Loop() {
-		v, err := s.seal(LoginStateCookie, st, now.Add(time.Minute))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var out loginState
-		if err := s.open(LoginStateCookie, v, now, &out); err != nil {
-			b.Fatal(err)
-		}
+	if v := none.Authorize(r); v.Allowed() || !errors.Is(v.Err, idp.ErrNoToken) {
+		t.Fatalf("cookie of a retired secret: %+v", v)
 	}
 }
 
-func BenchmarkSafeReturnTo(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, ok := safeReturnTo("/reports/2026?year=2026&q=a%2Fb"); !ok {
-			b.Fatal("refused")
+// failingBackend fails every call, as a Redis that is down.
+type failingBackend struct{}
+
+var errDown = errors.New("connection refused")
+
+func (failingBackend) Get(context.Context, string) ([]byte, error) { return nil, errDown }
+func (failingBackend) Set(context.Context, string, []byte, time.Duration) error {
+	return errDown
+}
+func (failingBackend) SetNX(context.Context, string, []byte, time.Duration) (bool, error) {
+	return false, errDown
+}
+func (failingBackend) Delete(context.Context, ...string) error { return errDown }
+func (failingBackend) AddToSet(context.Context, string, string, time.Duration) error {
+	return errDown
+}
+func (failingBackend) SetMembers(context.Context, string) ([]string, error) { return nil, errDown }
+
+// With the session store down, requests that need a session get 503 and
+// logins are not lost silently: never an allow.
+func TestSessionBackendDown(t *testing.T) {
+	e := sessionEnv(t, failingBackend{}, nil)
+	resp := e.do(t, browserGet(e.base+"/auth/login?return_to=/me"))
+	auth, _ := url.Parse(resp.Header.Get("Location"))
+	cb := e.authorize(t, auth)
+	if resp := e.do(t, browserGet(cb)); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("callback with the store down: %d, want 503", resp.StatusCode)
+	}
+	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+	r.AddCookie(&http.Cookie{Name: idp.DefaultSessionCookie, Value: strings.Repeat("A", 52)})
+	if resp := e.do(t, r); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("request with a session, store down: %d, want 503", resp.StatusCode)
+	}
+}
+
+// A provider whose tokens live no longer than the refresh margin (4 s
+// tokens, the 1 m default margin) does not get a refresh on every request:
+// the margin is at most half the token's lifetime.
+func TestSessionMarginBoundedByLifetime(t *testing.T) {
+	e := sessionEnvWith(t, idptest.Options{TTL: 4 * time.Second}, nil, func(c *idp.Config) { c.Leeway = -1 })
+	e.signIn(t, "/me")
+	before := e.idp.TokenRequests()
+	for range 4 {
+		if resp := e.me(t, false); resp.StatusCode != 200 {
+			t.Fatalf("with the session: %d", resp.StatusCode)
 		}
+	}
+	if n := e.idp.TokenRequests() - before; n != 0 {
+		t.Fatalf("%d refreshes of a fresh 4 s token, want none", n)
+	}
+	time.Sleep(2100 * time.Millisecond) // past half its lifetime
+	if resp := e.me(t, false); resp.StatusCode != 200 {
+		t.Fatalf("after half the lifetime: %d", resp.StatusCode)
+	}
+	if n := e.idp.TokenRequests() - before; n != 1 {
+		t.Fatalf("%d refreshes past half the lifetime, want 1", n)
+	}
+}
+
+// In session mode, POST logout with a refresh token in the body and no
+// session still revokes it, as in the API mode.
+func TestSessionLogoutBodyToken(t *testing.T) {
+	e := sessionEnv(t, nil, nil)
+	// A refresh token of the client, from a code flow driven directly
+	// against the provider (the session mode never hands one out).
+	conf := &oauth2.Config{ClientID: clientID, ClientSecret: clientSecret, RedirectURL: "http://127.0.0.1:1/cb",
+		Endpoint: oauth2.Endpoint{AuthURL: e.idp.Issuer + "/protocol/openid-connect/auth", TokenURL: e.idp.TokenURL(),
+			AuthStyle: oauth2.AuthStyleInParams}, Scopes: []string{"openid"}}
+	verifier := oauth2.GenerateVerifier()
+	auth, _ := url.Parse(conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)))
+	cb, _ := url.Parse(e.authorize(t, auth))
+	tok, err := conf.Exchange(context.Background(), cb.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil || tok.RefreshToken == "" {
+		t.Fatalf("code flow: %v", err)
+	}
+	before := e.idp.Sessions()
+	resp := e.post(t, "/auth/logout", "application/json", `{"refresh_token":"`+tok.RefreshToken+`"}`)
+	if body := readBody(resp); resp.StatusCode != 200 || !strings.Contains(body, `"provider_logout":"done"`) {
+		t.Fatalf("logout with a body token in session mode: %d %s", resp.StatusCode, body)
+	}
+	if e.idp.Sessions() != before-1 {
+		t.Fatalf("provider sessions %d → %d: the body's token was not used", before, e.idp.Sessions())
 	}
 }

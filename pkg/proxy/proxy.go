@@ -122,8 +122,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		p.metrics = NewMetrics()
 	}
 	p.metrics.plugin.Store(plugin)
-	p.reserved = newReservedCookies(plugin.CookieNames())
-	p.credentialCookies = plugin.SessionCookieNames()
+	cookies := plugin.Cookies()
+	p.reserved = newReservedCookies(cookies.Names)
+	p.credentialCookies = cookies.Session
 	p.preflightRule = &rule{index: -1, pattern: "OPTIONS (CORS preflight)", policy: policyPublic,
 		desc: "public (skip_auth_preflight)", label: "(preflight)"}
 	if ic.TokenLocation == idp.TokenLocationCookie {

@@ -9,7 +9,7 @@
 // Beyond discovery, JWKS and client_credentials it serves the
 // authorization-code flow with PKCE (S256 required), refresh tokens with
 // rotation, RFC 7009 revocation and Keycloak's end-session endpoint; see
-// authcode.go. Start runs it outside tests, for demos.
+// authcode.go and logout.go. Start runs it outside tests, for demos.
 //
 //	idpSrv := idptest.NewServer(t)
 //	p, _ := idp.New(ctx, idp.Config{ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "shortener"})
@@ -19,25 +19,17 @@ package idptest
 
 import (
 	"context"
-	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // Client is an OAuth client known to the server's token endpoint.
@@ -257,203 +249,6 @@ func (s *Server) JWKSFetches() int { return int(s.jwksFetches.Load()) }
 // TokenURL is Keycloak's token endpoint of the realm.
 func (s *Server) TokenURL() string { return s.Issuer + "/protocol/openid-connect/token" }
 
-// KID returns the key IDs of the current RS256 and ES256 signing keys.
-func (s *Server) KID() (rs256, es256 string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rsaKID, s.ecKID
-}
-
-// RSAPublicKey returns the current RS256 public key.
-func (s *Server) RSAPublicKey() *rsa.PublicKey {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return &s.rsaKey.PublicKey
-}
-
-// RotateKey replaces both signing keys with new ones under new kids. The
-// old keys disappear from the JWKS, as after a rotation whose grace period
-// has ended.
-func (s *Server) RotateKey() {
-	s.mu.Lock()
-	err := s.rotateLocked()
-	s.mu.Unlock()
-	if err != nil {
-		s.fail("%v", err)
-	}
-}
-
-// PublishJWK adds a raw JWK to the JWKS document as is (for tests of
-// malformed or unusual keys).
-func (s *Server) PublishJWK(jwk map[string]any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.extra = append(s.extra, jwk)
-}
-
-func (s *Server) rotateLocked() error {
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return fmt.Errorf("idptest: %w", err)
-	}
-	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return fmt.Errorf("idptest: %w", err)
-	}
-	s.rsaKey, s.rsaKID = rk, randomHex(8)
-	s.ecKey, s.ecKID = ek, randomHex(8)
-	return nil
-}
-
-// MintOptions select how MintWith signs.
-type MintOptions struct {
-	// Alg is "RS256" (default) or "ES256", with the server's current key.
-	Alg string
-	// KID overrides the kid header; "-" omits it.
-	KID string
-	// Header adds or overrides header fields; a nil value removes one.
-	Header map[string]any
-	// Key signs with this key instead of the server's (with Alg's method).
-	Key crypto.Signer
-	// NoDefaults leaves out the claims Mint adds by default.
-	NoDefaults bool
-}
-
-// Mint signs claims as an access token of the realm with the current RS256
-// key. Absent claims get Keycloak's defaults: iss, iat (now), exp (now+5m),
-// jti, typ "Bearer", sub. A claim whose value is nil is left out.
-func (s *Server) Mint(claims map[string]any) string {
-	return s.MintWith(MintOptions{}, claims)
-}
-
-// MintWith is Mint with signing options.
-func (s *Server) MintWith(o MintOptions, claims map[string]any) string {
-	if s.t != nil {
-		s.t.Helper()
-	}
-	tok, err := s.sign(o, claims)
-	if err != nil {
-		s.fail("%v", err)
-	}
-	return tok
-}
-
-// sign is MintWith returning its error, for use in handlers.
-func (s *Server) sign(o MintOptions, claims map[string]any) (string, error) {
-	mc := jwt.MapClaims{}
-	if !o.NoDefaults {
-		now := time.Now()
-		mc["iss"] = s.Issuer
-		mc["iat"] = now.Unix()
-		mc["exp"] = now.Add(5 * time.Minute).Unix()
-		mc["jti"] = randomHex(16)
-		mc["typ"] = "Bearer"
-		mc["sub"] = "f7a3c1d2-0000-4000-8000-" + randomHex(6)
-	}
-	for k, v := range claims {
-		if v == nil {
-			delete(mc, k)
-		} else {
-			mc[k] = v
-		}
-	}
-	s.mu.Lock()
-	var method jwt.SigningMethod = jwt.SigningMethodRS256
-	var key crypto.Signer = s.rsaKey
-	kid := s.rsaKID
-	if o.Alg == "ES256" {
-		method, key, kid = jwt.SigningMethodES256, s.ecKey, s.ecKID
-	} else if o.Alg != "" && o.Alg != "RS256" {
-		s.mu.Unlock()
-		return "", fmt.Errorf("idptest: MintWith: unsupported Alg %q", o.Alg)
-	}
-	s.mu.Unlock()
-	if o.Key != nil {
-		key = o.Key
-	}
-	tok := jwt.NewWithClaims(method, mc)
-	tok.Header["kid"] = kid
-	switch o.KID {
-	case "":
-	case "-":
-		delete(tok.Header, "kid")
-	default:
-		tok.Header["kid"] = o.KID
-	}
-	for k, v := range o.Header {
-		if v == nil {
-			delete(tok.Header, k)
-		} else {
-			tok.Header[k] = v
-		}
-	}
-	signed, err := tok.SignedString(key)
-	if err != nil {
-		return "", fmt.Errorf("idptest: sign: %w", err)
-	}
-	return signed, nil
-}
-
-// UserClaims returns the claims of a Keycloak user access token obtained by
-// client for username, with the given realm roles; add or change claims
-// before Mint.
-func (s *Server) UserClaims(client, username string, realmRoles ...string) map[string]any {
-	roles := make([]any, 0, len(realmRoles)+2)
-	roles = append(roles, "offline_access", "default-roles-"+s.Realm)
-	for _, r := range realmRoles {
-		roles = append(roles, r)
-	}
-	return map[string]any{
-		"aud":                "account",
-		"azp":                client,
-		"sub":                "user-" + username,
-		"sid":                randomHex(8),
-		"session_state":      randomHex(8),
-		"acr":                "1",
-		"realm_access":       map[string]any{"roles": roles},
-		"resource_access":    map[string]any{"account": map[string]any{"roles": []any{"manage-account", "view-profile"}}},
-		"scope":              "openid email profile",
-		"email_verified":     true,
-		"preferred_username": username,
-		"email":              username + "@example.com",
-		"name":               username,
-	}
-}
-
-// ServiceClaims returns the claims of a Keycloak client_credentials token
-// of client c.
-func (s *Server) ServiceClaims(c Client) map[string]any {
-	roles := make([]any, 0, len(c.RealmRoles))
-	for _, r := range c.RealmRoles {
-		roles = append(roles, r)
-	}
-	ra := map[string]any{}
-	for client, rs := range c.ClientRoles {
-		l := make([]any, len(rs))
-		for i, r := range rs {
-			l[i] = r
-		}
-		ra[client] = map[string]any{"roles": l}
-	}
-	scope := c.Scope
-	if scope == "" {
-		scope = "profile email"
-	}
-	return map[string]any{
-		"aud":                "account",
-		"azp":                c.ID,
-		"sub":                "service-" + c.ID,
-		"realm_access":       map[string]any{"roles": roles},
-		"resource_access":    ra,
-		"scope":              scope,
-		"preferred_username": "service-account-" + c.ID,
-		"clientId":           c.ID,
-		"clientHost":         "127.0.0.1",
-		"clientAddress":      "127.0.0.1",
-		"email_verified":     false,
-	}
-}
-
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	p := s.Issuer + "/protocol/openid-connect"
 	writeJSON(w, http.StatusOK, map[string]any{
@@ -475,121 +270,4 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		"id_token_signing_alg_values_supported":      []string{"RS256", "ES256"},
 		"code_challenge_methods_supported":           []string{"S256"},
 	})
-}
-
-func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
-	s.jwksFetches.Add(1)
-	s.mu.Lock()
-	keys := []map[string]any{
-		rsaJWK(&s.rsaKey.PublicKey, s.rsaKID, "sig", "RS256"),
-		ecJWK(&s.ecKey.PublicKey, s.ecKID),
-		rsaJWK(&s.encKey.PublicKey, "enc-"+s.rsaKID, "enc", "RSA-OAEP"),
-	}
-	keys = append(keys, s.extra...)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
-}
-
-// token serves grant_type client_credentials, authorization_code (PKCE
-// S256 required) and refresh_token, with client_secret_basic or
-// client_secret_post, as Keycloak does.
-func (s *Server) token(w http.ResponseWriter, r *http.Request) {
-	s.tokenRequests.Add(1)
-	c, ok := s.clientAuth(w, r)
-	if !ok {
-		return
-	}
-	switch gt := r.PostForm.Get("grant_type"); gt {
-	case "client_credentials":
-		if !c.ServiceAccount {
-			oauthError(w, http.StatusUnauthorized, "unauthorized_client", "Client not enabled to retrieve service account")
-			return
-		}
-		claims := s.ServiceClaims(c)
-		claims["exp"] = time.Now().Add(s.ttl).Unix()
-		s.applyHook("Bearer", claims)
-		tok, err := s.sign(MintOptions{}, claims)
-		if err != nil {
-			oauthError(w, http.StatusInternalServerError, "server_error", "signing failed")
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"access_token":       tok,
-			"expires_in":         int(s.ttl.Seconds()),
-			"refresh_expires_in": 0,
-			"token_type":         "Bearer",
-			"not-before-policy":  0,
-			"scope":              claims["scope"],
-		})
-	case "authorization_code":
-		s.codeGrant(w, r, c)
-	case "refresh_token":
-		s.refreshGrant(w, r, c)
-	default:
-		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", fmt.Sprintf("grant type %q is not supported", gt))
-	}
-}
-
-// clientAuth parses the form and authenticates the client (HTTP Basic or
-// form fields); on failure it answers the OAuth error itself.
-func (s *Server) clientAuth(w http.ResponseWriter, r *http.Request) (Client, bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
-		oauthError(w, http.StatusBadRequest, "invalid_request", "malformed form")
-		return Client{}, false
-	}
-	id, secret, ok := r.BasicAuth()
-	if !ok {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	s.mu.Lock()
-	c, known := s.clients[id]
-	s.mu.Unlock()
-	if !known || c.Secret != secret || secret == "" {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
-		return Client{}, false
-	}
-	return c, true
-}
-
-// TokenRequests counts the requests to the token endpoint, whatever their
-// outcome.
-func (s *Server) TokenRequests() int { return int(s.tokenRequests.Load()) }
-
-func oauthError(w http.ResponseWriter, status int, code, desc string) {
-	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func rsaJWK(k *rsa.PublicKey, kid, use, alg string) map[string]any {
-	return map[string]any{
-		"kid": kid, "kty": "RSA", "alg": alg, "use": use,
-		"n": b64(k.N.Bytes()), "e": b64(big.NewInt(int64(k.E)).Bytes()),
-	}
-}
-
-func ecJWK(k *ecdsa.PublicKey, kid string) map[string]any {
-	b, err := k.Bytes() // uncompressed point: 0x04 || X || Y
-	if err != nil {
-		panic("idptest: " + err.Error())
-	}
-	n := (len(b) - 1) / 2
-	return map[string]any{
-		"kid": kid, "kty": "EC", "alg": "ES256", "use": "sig", "crv": "P-256",
-		"x": b64(b[1 : 1+n]), "y": b64(b[1+n:]),
-	}
-}
-
-func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

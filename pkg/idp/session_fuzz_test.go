@@ -47,26 +47,3 @@ func FuzzSessionCookie(f *testing.F) {
 		}
 	})
 }
-
-// FuzzBackchannelLogout posts arbitrary logout tokens: the answer is 400
-// (or 200 for a genuine one), never a panic or a 5xx.
-func FuzzBackchannelLogout(f *testing.F) {
-	e := sessionEnv(f, idp.NewMemoryBackend(), nil)
-	f.Add(e.idp.LogoutToken(clientID, "sid-1", ""))
-	f.Add(e.idp.LogoutToken(clientID, "", "user-alice"))
-	f.Add(e.idp.Mint(e.idp.UserClaims(clientID, "alice")))
-	f.Add("eyJhbGciOiJub25lIn0.eyJzaWQiOiJ4In0.")
-	f.Add("a.b.c")
-	f.Add("")
-	h := e.p.Routes()
-	f.Fuzz(func(t *testing.T, tok string) {
-		body := url.Values{"logout_token": {tok}}.Encode()
-		r := httptest.NewRequest(http.MethodPost, "/auth/backchannel-logout", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusOK && w.Code != http.StatusBadRequest {
-			t.Fatalf("logout token %q: %d %s", tok, w.Code, w.Body)
-		}
-	})
-}

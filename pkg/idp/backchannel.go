@@ -11,132 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
-
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
-
-// The /auth routes in session mode (Config.Session): the callback starts a
-// session and redirects back, logout ends it, and the provider ends
-// sessions through OpenID Connect Back-Channel Logout 1.0.
 
 // backchannelLogoutEvent is the member of a logout token's events claim.
 const backchannelLogoutEvent = "http://schemas.openid.net/event/backchannel-logout"
 
 // maxLogoutTokenAge bounds how old (by iat) a logout token may be.
 const maxLogoutTokenAge = 5 * time.Minute
-
-// startSession answers a completed login in session mode: a session, its
-// cookie, and a redirect to where the login began.
-func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID string, id *Identity, returnTo string) {
-	sid := ""
-	if t, err := token.ParseJWS(rawID); err == nil {
-		if c, err := token.DecodeClaims(nil, t.Payload); err == nil {
-			sid = c.SID
-		}
-	}
-	cookies, err := a.p.sessions.create(r.Context(), r, tok, rawID, id, sid)
-	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			a.cfg.Logger.Warn("idp: callback: the session could not be stored", "error", err)
-			writeUnavailable(w)
-			return
-		}
-		a.cfg.Logger.Error("idp: callback: the session could not be created", "error", err)
-		writeProblem(w, http.StatusBadGateway, "the session could not be created: "+err.Error())
-		return
-	}
-	for _, c := range cookies {
-		http.SetCookie(w, c)
-	}
-	if returnTo == "" {
-		returnTo = "/"
-	}
-	// Re-validated: the sealed state was checked when it was made, but
-	// the redirect is the dangerous step.
-	if _, ok := safeReturnTo(returnTo); !ok {
-		returnTo = "/"
-	}
-	http.Redirect(w, r, returnTo, http.StatusFound)
-}
-
-// sessionLogout ends the session of the request: locally, at the provider
-// (the refresh token is revoked and the provider's session ended by a
-// back-channel call), and, for a browser, through the provider's
-// end_session_endpoint with id_token_hint and the post-logout redirect.
-// GET is accepted for links and forms; a cross-site request is refused.
-func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || a.p.cop.Check(r) != nil {
-		writeProblem(w, http.StatusForbidden, "cross-site request refused")
-		return
-	}
-	var body struct {
-		RefreshToken string `json:"refresh_token"`
-	}
-	if r.Method == http.MethodPost {
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" || r.ContentLength > 0 {
-			if !decodeBody(w, r, &body, true) {
-				return
-			}
-		}
-		if body.RefreshToken != "" && !validOpaqueToken(body.RefreshToken) {
-			writeProblem(w, http.StatusBadRequest, "refresh_token is malformed")
-			return
-		}
-	}
-	s, clear, err := a.p.sessions.end(r.Context(), r)
-	if err != nil {
-		a.cfg.Logger.Warn("idp: logout: the session store is unavailable", "error", err)
-		writeUnavailable(w)
-		return
-	}
-	for _, c := range clear {
-		http.SetCookie(w, c)
-	}
-	http.SetCookie(w, a.stateCookie(r, "", -1))
-	w.Header().Set("Cache-Control", "no-store")
-	// The session's refresh token, or (an API client of the session mode,
-	// as in the API mode) the one in the body.
-	refresh := body.RefreshToken
-	if s != nil && s.Refresh != "" {
-		refresh = s.Refresh
-	}
-	outcome := "skipped"
-	if refresh != "" {
-		outcome = "failed"
-		if a.providerLogout(r.Context(), refresh) {
-			outcome = "done"
-		}
-	}
-	if s != nil {
-		a.cfg.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
-	}
-	if !IsNavigation(r) && !(r.Method == http.MethodPost && acceptsHTML(r)) {
-		writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "provider_logout": outcome})
-		return
-	}
-	target := a.p.cfg.Session.PostLogoutRedirectURI
-	if target == "" {
-		target = "/"
-	}
-	if meta := a.p.keys.meta.Load(); meta != nil && meta.EndSessionEndpoint != "" && s != nil && s.IDToken != "" {
-		if u, err := url.Parse(meta.EndSessionEndpoint); err == nil {
-			q := u.Query()
-			q.Set("client_id", a.cfg.ClientID)
-			q.Set("id_token_hint", s.IDToken)
-			if pl := a.p.cfg.Session.PostLogoutRedirectURI; pl != "" {
-				q.Set("post_logout_redirect_uri", pl)
-			}
-			u.RawQuery = q.Encode()
-			target = u.String()
-		}
-	}
-	http.Redirect(w, r, target, http.StatusFound)
-}
-
-func acceptsHTML(r *http.Request) bool {
-	return strings.Contains(strings.ToLower(strings.Join(r.Header.Values("Accept"), ",")), "text/html")
-}
 
 // backchannelLogout serves OpenID Connect Back-Channel Logout 1.0: the
 // provider POSTs a logout token (form field logout_token); a valid one

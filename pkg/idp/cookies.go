@@ -1,0 +1,44 @@
+package idp
+
+// CookieSet is what the plugin owns of an application's cookies and
+// paths, as a proxy in front of the application needs it (Plugin.Cookies).
+type CookieSet struct {
+	// Names lists every cookie the plugin reads or sets: Config.CookieName
+	// (the token cookie of TokenLocationCookie, which the login routes
+	// also set), with IncludeRoutes LoginStateCookie, and with
+	// Config.Session the session cookie and its chunks (Session). A proxy
+	// keeps the application from setting or clearing them.
+	Names []string
+	// Session lists the names the session cookie may take (its chunks
+	// included), none without Config.Session. They carry credentials: a
+	// proxy removes them from what it forwards.
+	Session []string
+	// AuthPrefix is where the plugin's own routes are (see Routes):
+	// Config.AuthPrefix with IncludeRoutes, else "".
+	AuthPrefix string
+}
+
+// OwnsPath reports whether path belongs to the plugin's own routes: path
+// is AuthPrefix or below it ("/auth", "/auth/login"; not "/authx").
+func (s CookieSet) OwnsPath(path string) bool {
+	return s.AuthPrefix != "" && isUnder(path, s.AuthPrefix)
+}
+
+// Cookies returns the plugin's cookie set. Each call returns new slices.
+func (p *Plugin) Cookies() CookieSet {
+	s := CookieSet{Names: []string{p.cfg.CookieName}}
+	if p.cfg.IncludeRoutes {
+		s.Names = append(s.Names, LoginStateCookie)
+		s.AuthPrefix = p.cfg.AuthPrefix
+	}
+	if p.sessions != nil {
+		s.Names = append(s.Names, p.sessions.cookieNames()...)
+		s.Session = p.sessions.cookieNames()
+	}
+	return s
+}
+
+// ownsPath is CookieSet.OwnsPath without building the set.
+func (p *Plugin) ownsPath(path string) bool {
+	return p.cfg.IncludeRoutes && isUnder(path, p.cfg.AuthPrefix)
+}

@@ -1,0 +1,85 @@
+package idptest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// token serves grant_type client_credentials, authorization_code (PKCE
+// S256 required) and refresh_token, with client_secret_basic or
+// client_secret_post, as Keycloak does.
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	s.tokenRequests.Add(1)
+	c, ok := s.clientAuth(w, r)
+	if !ok {
+		return
+	}
+	switch gt := r.PostForm.Get("grant_type"); gt {
+	case "client_credentials":
+		if !c.ServiceAccount {
+			oauthError(w, http.StatusUnauthorized, "unauthorized_client", "Client not enabled to retrieve service account")
+			return
+		}
+		claims := s.ServiceClaims(c)
+		claims["exp"] = time.Now().Add(s.ttl).Unix()
+		s.applyHook("Bearer", claims)
+		tok, err := s.sign(MintOptions{}, claims)
+		if err != nil {
+			oauthError(w, http.StatusInternalServerError, "server_error", "signing failed")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"access_token":       tok,
+			"expires_in":         int(s.ttl.Seconds()),
+			"refresh_expires_in": 0,
+			"token_type":         "Bearer",
+			"not-before-policy":  0,
+			"scope":              claims["scope"],
+		})
+	case "authorization_code":
+		s.codeGrant(w, r, c)
+	case "refresh_token":
+		s.refreshGrant(w, r, c)
+	default:
+		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", fmt.Sprintf("grant type %q is not supported", gt))
+	}
+}
+
+// clientAuth parses the form and authenticates the client (HTTP Basic or
+// form fields); on failure it answers the OAuth error itself.
+func (s *Server) clientAuth(w http.ResponseWriter, r *http.Request) (Client, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "malformed form")
+		return Client{}, false
+	}
+	id, secret, ok := r.BasicAuth()
+	if !ok {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	s.mu.Lock()
+	c, known := s.clients[id]
+	s.mu.Unlock()
+	if !known || c.Secret != secret || secret == "" {
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "Invalid client or Invalid client credentials")
+		return Client{}, false
+	}
+	return c, true
+}
+
+// TokenRequests counts the requests to the token endpoint, whatever their
+// outcome.
+func (s *Server) TokenRequests() int { return int(s.tokenRequests.Load()) }
+
+func oauthError(w http.ResponseWriter, status int, code, desc string) {
+	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,272 @@
+package idp
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+)
+
+// loginState is sealed into the LoginStateCookie by GET login.
+type loginState struct {
+	State    string `json:"s"`
+	Nonce    string `json:"n"`
+	Verifier string `json:"v"`
+	ReturnTo string `json:"r,omitempty"`
+	Exp      int64  `json:"e"`
+}
+
+func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
+	conf := a.oauthConfig()
+	if conf == nil {
+		writeUnavailable(w)
+		return
+	}
+	var returnTo string
+	q := r.URL.Query()
+	name := "return_to"
+	if _, ok := q["rd"]; ok {
+		name = "rd" // oauth2-proxy's name, as ingress-nginx's auth-signin sends it
+	}
+	if vals, ok := q[name]; ok {
+		if len(vals) != 1 || len(q["return_to"])+len(q["rd"]) != 1 {
+			writeProblem(w, http.StatusBadRequest, "return_to given more than once")
+			return
+		}
+		if returnTo, ok = safeReturnTo(a.sameOrigin(vals[0])); !ok {
+			writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site")
+			return
+		}
+	}
+	exp := a.cfg.Now().Add(LoginStateTTL)
+	st := loginState{
+		State:    rand.Text() + rand.Text(), // 2×128 bits
+		Nonce:    rand.Text() + rand.Text(),
+		Verifier: oauth2.GenerateVerifier(),
+		ReturnTo: returnTo,
+		Exp:      exp.Unix(),
+	}
+	sealed, err := a.seal.seal(LoginStateCookie, st, exp)
+	if err != nil {
+		a.cfg.Logger.Error("idp: login: sealing the state failed", "error", err)
+		writeProblem(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	http.SetCookie(w, a.stateCookie(r, sealed, int(LoginStateTTL/time.Second)))
+	w.Header().Set("Cache-Control", "no-store")
+	u := conf.AuthCodeURL(st.State, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce))
+	http.Redirect(w, r, u, http.StatusFound)
+}
+
+func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
+	// The login state is single-use: the cookie goes whatever the outcome.
+	http.SetCookie(w, a.stateCookie(r, "", -1))
+	w.Header().Set("Cache-Control", "no-store")
+
+	cs := r.CookiesNamed(LoginStateCookie)
+	if len(cs) != 1 {
+		writeProblem(w, http.StatusBadRequest, "no login in progress: the login state cookie is missing or ambiguous")
+		return
+	}
+	now := a.cfg.Now()
+	var st loginState
+	switch err := a.seal.open(LoginStateCookie, cs[0].Value, now, &st); {
+	case errors.Is(err, errSealedExpired):
+		writeProblem(w, http.StatusBadRequest, "the login has expired; start again")
+		return
+	case err != nil:
+		writeProblem(w, http.StatusBadRequest, "the login state cookie is invalid")
+		return
+	}
+	q := r.URL.Query()
+	if len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(st.State)) != 1 {
+		writeProblem(w, http.StatusBadRequest, "state mismatch")
+		return
+	}
+	// RFC 9207: a provider that names itself in the answer must be ours
+	// (mix-up attacks); Keycloak sends iss.
+	if iss, ok := q["iss"]; ok && (len(iss) != 1 || iss[0] != a.p.issuer) {
+		writeProblem(w, http.StatusBadRequest, "the answer comes from another identity provider")
+		return
+	}
+	first := a.used.use(st.State, time.Unix(st.Exp, 0), now)
+	if first && a.p.sessions != nil && a.p.sessions.backend != nil {
+		// Once across replicas, not only on this one.
+		var err error
+		if first, err = a.p.sessions.useLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
+			a.cfg.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
+			writeUnavailable(w)
+			return
+		}
+	}
+	if !first {
+		writeProblem(w, http.StatusBadRequest, "this login has already been completed")
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		code := sanitizeErrorCode(e)
+		a.cfg.Logger.Info("idp: login refused by the identity provider", "error", code)
+		status := http.StatusBadRequest
+		switch code {
+		case "access_denied", "login_required", "consent_required", "interaction_required", "account_selection_required":
+			status = http.StatusUnauthorized
+		}
+		writeProblem(w, status, "the identity provider refused the login: "+code)
+		return
+	}
+	code := q.Get("code")
+	if code == "" || len(q["code"]) != 1 {
+		writeProblem(w, http.StatusBadRequest, "the authorization code is missing")
+		return
+	}
+	conf := a.oauthConfig()
+	if conf == nil {
+		writeUnavailable(w)
+		return
+	}
+	ctx, cancel := a.providerCtx(r.Context())
+	defer cancel()
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(st.Verifier))
+	if err != nil {
+		a.providerFailure(w, "code exchange", err, "the identity provider refused the authorization code")
+		return
+	}
+	rawID, _ := tok.Extra("id_token").(string)
+	if rawID == "" {
+		a.cfg.Logger.Warn("idp: callback: the token response has no id_token")
+		writeProblem(w, http.StatusBadGateway, "the identity provider returned no ID token")
+		return
+	}
+	if err := a.verifyIDToken(ctx, rawID, st.Nonce, tok.AccessToken); err != nil {
+		a.cfg.Logger.Warn("idp: callback: ID token rejected", "error", err)
+		writeProblem(w, http.StatusUnauthorized, "the ID token is invalid")
+		return
+	}
+	id, ok := a.checkAccessToken(ctx, w, tok.AccessToken)
+	if !ok {
+		return
+	}
+	a.cfg.Logger.Info("idp: login completed", "sub", id.Payload.Subject)
+	if a.p.sessions != nil {
+		a.startSession(w, r, tok, rawID, id, st.ReturnTo)
+		return
+	}
+	a.writeTokens(w, r, tok, rawID, st.ReturnTo)
+}
+
+// sameOrigin turns an absolute return-to URL on the site's own origin
+// (RedirectURI's scheme and host, as an ingress's sign-in redirect sends
+// it: "https://app.example/page?x=1") into its path and query; anything
+// else is returned as is, for safeReturnTo to judge.
+func (a *authRoutes) sameOrigin(s string) string {
+	if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	redirect, rerr := url.Parse(a.cfg.RedirectURI)
+	if err != nil || rerr != nil || u.User != nil || u.Fragment != "" ||
+		!strings.EqualFold(u.Scheme, redirect.Scheme) || !strings.EqualFold(u.Host, redirect.Host) {
+		return s
+	}
+	rest := s[strings.Index(s, "://")+3:]
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		return rest[i:] // the path and query exactly as sent
+	}
+	return "/"
+}
+
+// usedSet remembers single-use values (login states) until their expiry,
+// so that a callback replayed with a copy of the state cookie is refused
+// even though the cookie itself is still authentic. It is per process and
+// bounded: when full of unexpired entries, half of them are forgotten
+// (the provider's single-use authorization code remains the backstop).
+type usedSet struct {
+	max int
+
+	mu   sync.Mutex
+	seen map[string]time.Time // value -> expiry
+}
+
+func newUsedSet(max int) *usedSet {
+	return &usedSet{max: max, seen: make(map[string]time.Time)}
+}
+
+// use marks v as used until exp and reports whether it was unused.
+func (u *usedSet) use(v string, exp, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if e, ok := u.seen[v]; ok && now.Before(e) {
+		return false
+	}
+	if len(u.seen) >= u.max {
+		for k, e := range u.seen {
+			if !now.Before(e) {
+				delete(u.seen, k)
+			}
+		}
+		if len(u.seen) >= u.max {
+			for k := range u.seen {
+				if len(u.seen) < u.max/2 {
+					break
+				}
+				delete(u.seen, k) // map order is random: forget arbitrary entries
+			}
+		}
+	}
+	u.seen[v] = exp
+	return true
+}
+
+// IsNavigation reports whether r is a browser navigating to a page (as
+// opposed to an API call or a script's request): GET or HEAD, Accept
+// naming text/html, no Authorization header, and neither Sec-Fetch-Mode
+// of a script (cors, no-cors, same-origin) nor X-Requested-With. With
+// browser sessions, such a request without credentials is sent to the
+// login route; every other one gets 401.
+func IsNavigation(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	h := r.Header
+	if _, ok := h["Authorization"]; ok || h.Get("X-Requested-With") != "" {
+		return false
+	}
+	switch h.Get("Sec-Fetch-Mode") {
+	case "", "navigate", "nested-navigate":
+	default:
+		return false
+	}
+	for _, a := range h.Values("Accept") {
+		for part := range strings.SplitSeq(a, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redirectToLogin sends a browser to the login route, to come back to the
+// page it asked for (when that is a safe return-to target, else "/").
+func (p *Plugin) redirectToLogin(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, p.LoginURL(r.URL.RequestURI()), http.StatusFound)
+}
+
+// LoginURL returns the site-relative URL of the login route that brings
+// the browser back to returnTo (a path with an optional query; "/" when
+// it is not a safe return-to target): "/auth/login?return_to=%2Fpage".
+func (p *Plugin) LoginURL(returnTo string) string {
+	if _, ok := safeReturnTo(returnTo); !ok {
+		returnTo = "/"
+	}
+	return strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/login?return_to=" + url.QueryEscape(returnTo)
+}

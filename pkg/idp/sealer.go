@@ -1,0 +1,130 @@
+package idp
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sealed cookies.
+//
+// A sealed value is base64url(version || nonce || AES-256-GCM(payload)),
+// with version || cookie name as additional authenticated data, so a value
+// sealed for one cookie cannot be replayed as another. The AES key is derived from
+// Config.SessionSecret with HKDF-SHA-256 and a purpose label, so the same
+// secret can key other uses without key reuse. The payload is JSON carrying
+// its own expiry, which is checked on opening: the browser's Max-Age is a
+// hint, the sealed expiry is the rule.
+
+const sealVersion byte = 1
+
+var (
+	// errSealed: a sealed value is malformed, forged, tampered with or
+	// sealed with another secret. Deliberately without detail.
+	errSealed = errors.New("idp: sealed value invalid")
+	// errSealedExpired: a sealed value is authentic but past its expiry.
+	errSealedExpired = errors.New("idp: sealed value expired")
+)
+
+// sealer seals and opens small values with AES-256-GCM. It seals with the
+// key of the current secret and opens with it or with the key of a
+// previous secret (key rotation). It is safe for concurrent use.
+type sealer struct {
+	aead cipher.AEAD   // the current key: seals and opens
+	old  []cipher.AEAD // previous keys: open only
+	max  int           // longest value open accepts
+}
+
+// newSealer derives the sealing key for purpose from secret, and the keys
+// of the previous secrets that may still open values.
+func newSealer(secret []byte, purpose string, previous ...[]byte) (*sealer, error) {
+	s := &sealer{max: 8 << 10}
+	for i, sec := range append([][]byte{secret}, previous...) {
+		key, err := hkdf.Key(sha256.New, sec, nil, "idp-proxy/pkg/idp "+purpose, 32)
+		if err != nil {
+			return nil, fmt.Errorf("idp: derive sealing key: %w", err)
+		}
+		block, err := aes.NewCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("idp: sealing cipher: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("idp: sealing cipher: %w", err)
+		}
+		if i == 0 {
+			s.aead = aead
+		} else {
+			s.old = append(s.old, aead)
+		}
+	}
+	return s, nil
+}
+
+type sealedPayload struct {
+	Exp  int64           `json:"exp"`
+	Data json.RawMessage `json:"d"`
+}
+
+// seal encrypts v (JSON-encoded) for the cookie name, valid until exp.
+func (s *sealer) seal(name string, v any, exp time.Time) (string, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("idp: seal: %w", err)
+	}
+	plain, err := json.Marshal(sealedPayload{Exp: exp.Unix(), Data: data})
+	if err != nil {
+		return "", fmt.Errorf("idp: seal: %w", err)
+	}
+	ns := s.aead.NonceSize()
+	out := make([]byte, 1+ns, 1+ns+len(plain)+s.aead.Overhead())
+	out[0] = sealVersion
+	if _, err := rand.Read(out[1:]); err != nil {
+		return "", fmt.Errorf("idp: seal: %w", err)
+	}
+	out = s.aead.Seal(out, out[1:1+ns], plain, sealAAD(name))
+	return base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+func sealAAD(name string) []byte { return append([]byte{sealVersion}, name...) }
+
+// open authenticates and decrypts value sealed for the cookie name and
+// decodes it into v. It fails with errSealed or errSealedExpired.
+func (s *sealer) open(name, value string, now time.Time, v any) error {
+	if len(value) > s.max {
+		return errSealed
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(value)
+	ns := s.aead.NonceSize()
+	if err != nil || len(raw) < 1+ns+s.aead.Overhead() || raw[0] != sealVersion {
+		return errSealed
+	}
+	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
+	for _, old := range s.old {
+		if err == nil {
+			break
+		}
+		plain, err = old.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
+	}
+	if err != nil {
+		return errSealed
+	}
+	var p sealedPayload
+	if err := json.Unmarshal(plain, &p); err != nil {
+		return errSealed
+	}
+	if !now.Before(time.Unix(p.Exp, 0)) {
+		return errSealedExpired
+	}
+	if err := json.Unmarshal(p.Data, v); err != nil {
+		return errSealed
+	}
+	return nil
+}

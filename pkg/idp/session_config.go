@@ -1,0 +1,82 @@
+package idp
+
+import (
+	"strings"
+	"time"
+)
+
+// Session defaults.
+const (
+	DefaultSessionCookie        = "idp_session"
+	DefaultSessionMaxAge        = 12 * time.Hour
+	DefaultSessionRefreshMargin = time.Minute
+	DefaultSessionCacheSize     = 10000
+)
+
+// SessionConfig turns on browser sessions (Config.Session). Zero fields
+// take the documented defaults.
+type SessionConfig struct {
+	// Backend keeps the sessions server-side (several replicas, immediate
+	// back-channel logout everywhere, single-use logins across replicas):
+	// the cookie then holds only a random session id. nil: the cookie
+	// store, where the tokens are sealed (AES-256-GCM, key derived from
+	// Config.SessionSecret) into the cookie itself, split into chunks when
+	// over 3,800 bytes.
+	Backend SessionBackend
+	// CookieName names the session cookie (and its chunks NAME_1, NAME_2,
+	// ...). Over https it is prefixed "__Host-" (Secure, Path=/, no
+	// Domain): no sibling subdomain can set it. [idp_session]
+	CookieName string
+	// MaxAge is a session's absolute lifetime, whatever its refreshes; the
+	// provider's own session and refresh-token lifetimes apply as well.
+	// [12h]
+	MaxAge time.Duration
+	// RefreshMargin: an access token that expires within the margin is
+	// refreshed (once per session, also under concurrent requests) before
+	// the request is judged. [1m]
+	RefreshMargin time.Duration
+	// PostLogoutRedirectURI is where the provider sends the browser after
+	// a logout through its end_session_endpoint (it must be registered at
+	// the provider). "" leaves it to the provider. [""]
+	PostLogoutRedirectURI string
+	// PreviousSecrets are former SessionSecret values: cookies sealed with
+	// them still open (key rotation), new ones are sealed with
+	// SessionSecret. [none]
+	PreviousSecrets [][]byte
+	// CacheSize bounds the cookie store's cache of opened sessions, which
+	// spares a request the decryption. Negative disables it. [10000]
+	CacheSize int
+}
+
+func (c SessionConfig) withDefaults() SessionConfig {
+	if c.CookieName == "" {
+		c.CookieName = DefaultSessionCookie
+	}
+	if c.MaxAge == 0 {
+		c.MaxAge = DefaultSessionMaxAge
+	}
+	if c.RefreshMargin == 0 {
+		c.RefreshMargin = DefaultSessionRefreshMargin
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultSessionCacheSize
+	}
+	return c
+}
+
+func (c SessionConfig) validate(bad func(string, ...any)) {
+	if !validCookieName(c.CookieName) || strings.HasPrefix(c.CookieName, "__") {
+		bad("session cookie name %q: want a cookie token without a __ prefix (the __Host- prefix is added on https)", c.CookieName)
+	}
+	if c.MaxAge < time.Minute {
+		bad("session max age %s: want at least 1m", c.MaxAge)
+	}
+	if c.RefreshMargin < 0 || c.RefreshMargin >= c.MaxAge {
+		bad("session refresh margin %s: want 0 or more and less than the max age", c.RefreshMargin)
+	}
+	for i, s := range c.PreviousSecrets {
+		if len(s) < 32 {
+			bad("previous session secret %d: at least 32 bytes", i+1)
+		}
+	}
+}
