@@ -35,26 +35,31 @@ func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
 // none) and verifies it; v receives the session fields (Session, and the
 // cookies that renew or clear the session).
 func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
-	raw, err := p.rawToken(r)
 	var pr probe
+	raw, err := p.rawToken(r)
 	if err == nil {
 		// A token in the hot table was verified before, its syntax
 		// included (a hit compares the whole token): only a miss checks
 		// the syntax, and goes on with the same probe.
-		if pr = p.probe(raw); pr.hit != nil {
-			return pr.hit, nil
+		if id := p.probe(raw, &pr); id != nil {
+			return id, nil
 		}
 		_, err = checkTokenSyntax(raw)
 	}
 	if errors.Is(err, ErrNoToken) && err != ErrCrossOrigin && p.sessions != nil {
 		raw, v.Cookies, err = p.sessions.token(r)
 		v.Session = err == nil
-		pr = p.probe(raw)
+		if err == nil {
+			pr = probe{}
+			if id := p.probe(raw, &pr); id != nil {
+				return id, nil
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	id, err := p.verifyProbed(r.Context(), pr)
+	id, err := p.verifyMiss(r.Context(), &pr)
 	if err != nil && v.Session && errors.Is(err, ErrInvalidToken) {
 		// A session whose token no longer verifies (the provider's keys
 		// changed past it): over, sign in again.

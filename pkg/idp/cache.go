@@ -11,25 +11,23 @@ import (
 
 // tokenCache remembers verified tokens so that a token presented again is
 // not re-verified. In front of it, a small table of the tokens presented
-// recently (hotTokens) answers repeated tokens with the Identity
-// verified before, without hashing them with SHA-256. Behind it, entries
-// are keyed by the SHA-256 of the token, bounded
-// in number, never served at or past the token's exp, and belong to one
-// key-set generation: when the key material changes, the whole cache is
-// dropped.
+// recently (hotTokens) answers repeated tokens with the Identity verified
+// before, without hashing them with SHA-256. Behind it, entries are keyed
+// by the SHA-256 of the token, bounded in number, never served at or past
+// the token's exp, and belong to one key-set generation: when the key
+// material changes, the whole cache is dropped.
 //
 // Memory and garbage collection: an entry keeps neither the token nor the
 // decoded Identity, only the verified JSON payload (a byte slice without
 // pointers, which the garbage collector marks without scanning) and its
-// exp; a hit from the shards decodes the payload again (a few
-// microseconds, against tens for a signature) and makes the token hot. A
-// typical Keycloak access token costs under 1 KiB of heap and two heap
-// objects (TestCacheEntryFootprint), so that a full cache of the default
-// 10,000 entries adds little to each garbage collection's work. The cache
-// is split in shards, each
-// with its own lock and its own share of the bound, so that eviction
-// (expired entries first, then arbitrary ones, 1/16 of a shard at a time)
-// never holds up more than a shard's readers.
+// exp, so that a full cache adds little to each collection's work; a hit
+// from the shards decodes the payload again (far cheaper than a signature)
+// and makes the token hot. TestCacheEntryFootprint holds an entry to its
+// heap budget (bench/README.md, "Verified-token cache", has the numbers).
+// The cache is split in shards, each with its own lock and its own share
+// of the bound, so that eviction (expired entries first, then arbitrary
+// ones, 1/16 of a shard at a time) never holds up more than a shard's
+// readers.
 type tokenCache struct {
 	hot      hotTokens
 	nShards  int       // cacheShards, or fewer for a tiny bound
@@ -87,16 +85,17 @@ func (c *tokenCache) hash(raw string, k *cacheKey) {
 
 // lookup returns the Identity the hot table holds for raw under key-set
 // generation gen at now (verified before and shared), or nil; and raw's
-// key, its hot slot filled in, for get, promote and put.
-func (c *tokenCache) lookup(raw string, now time.Time, gen uint64) (*Identity, cacheKey) {
+// hot slot, the start of its cacheKey for get, promote and put.
+func (c *tokenCache) lookup(raw string, now time.Time, gen uint64) (*Identity, *atomic.Pointer[hotEntry]) {
 	if c == nil {
-		return nil, cacheKey{}
+		return nil, nil
 	}
-	k := cacheKey{hot: c.hot.slot(raw)}
-	return c.hot.get(k.hot, raw, now.UnixNano(), gen), k
+	slot := c.hot.slot(raw)
+	return c.hot.get(slot, raw, now.UnixNano(), gen), slot
 }
 
-// get looks raw up in the shards, after lookup missed with k. A hit
+// get looks raw up in the shards, after lookup missed (k.hot is the slot
+// it returned). A hit
 // returns the verified payload and its exp (unix nanoseconds) for the
 // caller to decode (and hand to promote); a miss returns neither. It
 // fills in k's hash for put.

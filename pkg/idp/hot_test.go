@@ -9,14 +9,17 @@ import (
 // putToken caches id for raw as verify does: with the key lookup and get
 // return.
 func putToken(c *tokenCache, raw string, id *Identity, exp, now time.Time, gen uint64) {
-	_, k := c.lookup(raw, now, gen)
+	_, slot := c.lookup(raw, now, gen)
+	k := cacheKey{hot: slot}
 	c.get(raw, &k, now, gen)
 	c.put(k, id, exp, now, gen)
 }
 
 // getToken looks raw up as verify does: the hot table, then the shards.
 func getToken(c *tokenCache, raw string, now time.Time, gen uint64) (id *Identity, payload []byte, exp int64, k cacheKey) {
-	if id, k = c.lookup(raw, now, gen); id != nil {
+	id, slot := c.lookup(raw, now, gen)
+	k = cacheKey{hot: slot}
+	if id != nil {
 		return id, nil, 0, k
 	}
 	payload, exp = c.get(raw, &k, now, gen)

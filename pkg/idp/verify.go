@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -35,58 +36,67 @@ var errTokenTooLarge = invalid("token too large", nil)
 // probe is a token's first step through verification: the checks that
 // need no parsing (not empty, not too large, keys loaded) and the look-up
 // in the hot table, done once per request. Authorize probes a token before
-// checking its syntax (a hit was checked when it was verified) and
-// verifies it with the same probe on a miss.
+// checking its syntax (a hit was checked when it was verified) and, on a
+// miss, verifies it with the same probe.
 type probe struct {
 	raw  string
 	err  error        // why raw cannot be verified; reported after the syntax check
 	snap *keySnapshot // the keys raw is verified under
 	now  time.Time
-	hit  *Identity // the Identity verified before, from the hot table
-	key  cacheKey  // raw's hot slot, for the look-up in the shards and put
+	slot *atomic.Pointer[hotEntry] // raw's slot in the hot table (nil without a cache)
 }
 
-// probe checks raw's size and the keys and looks raw up in the hot table.
-func (p *Plugin) probe(raw string) probe {
+// probe checks raw's size and the keys and returns the Identity the hot
+// table holds for raw; on a miss it returns nil and fills in pr for
+// verifyMiss.
+func (p *Plugin) probe(raw string, pr *probe) *Identity {
 	switch {
 	case raw == "":
-		return probe{err: ErrNoToken}
+		pr.err = ErrNoToken
+		return nil
 	case len(raw) > p.cfg.MaxTokenBytes:
-		return probe{err: errTokenTooLarge}
+		pr.err = errTokenTooLarge
+		return nil
 	}
 	snap := p.keys.current()
 	if snap == nil {
-		return probe{err: ErrUnavailable}
+		pr.err = ErrUnavailable
+		return nil
 	}
-	pr := probe{raw: raw, snap: snap, now: p.cfg.Now()}
-	pr.hit, pr.key = p.cache.lookup(raw, pr.now, snap.gen)
-	return pr
+	now := p.cfg.Now()
+	id, slot := p.cache.lookup(raw, now, snap.gen)
+	if id == nil {
+		*pr = probe{raw: raw, snap: snap, now: now, slot: slot}
+	}
+	return id
 }
 
 // verify is Verify's path: a cache hit costs a hash and a look-up; a miss
 // costs one parse of the token (claims decoded once, exact names), the
 // signature check and the claim rules.
 func (p *Plugin) verify(ctx context.Context, raw string) (*Identity, error) {
-	return p.verifyProbed(ctx, p.probe(raw))
+	var pr probe
+	if id := p.probe(raw, &pr); id != nil {
+		return id, nil
+	}
+	return p.verifyMiss(ctx, &pr)
 }
 
-// verifyProbed finishes the verification pr began: the hot table's
-// answer, else the shards', else the whole work.
-func (p *Plugin) verifyProbed(ctx context.Context, pr probe) (*Identity, error) {
+// verifyMiss finishes the verification of a token the hot table does not
+// hold: the shards' answer, else the whole work.
+func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 	if pr.err != nil {
 		return nil, pr.err
 	}
-	if pr.hit != nil {
-		return pr.hit, nil
-	}
 	raw, snap, now := pr.raw, pr.snap, pr.now
-	if payload, exp := p.cache.get(raw, &pr.key, now, snap.gen); payload != nil {
+	key := cacheKey{hot: pr.slot}
+	if payload, exp := p.cache.get(raw, &key, now, snap.gen); payload != nil {
 		// Verified before: only the claims are decoded again (they
 		// decoded and passed every check then; time only moves on, and
 		// the cache never serves at or past exp).
 		if c, err := token.DecodeClaims(p.intern, payload); err == nil {
 			id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
-			p.cache.promote(pr.key, id, exp, snap.gen)
+			p.cache.promote(key, id, exp, snap.gen)
 			return id, nil
 		}
 	}
@@ -116,7 +126,7 @@ func (p *Plugin) verifyProbed(ctx context.Context, pr probe) (*Identity, error) 
 		return nil, err
 	}
 	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
-	p.cache.put(pr.key, id, token.NumericTime(c.Exp), now, used.gen)
+	p.cache.put(key, id, token.NumericTime(c.Exp), now, used.gen)
 	return id, nil
 }
 
