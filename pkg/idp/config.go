@@ -119,8 +119,8 @@ type Config struct {
 	UnknownKIDRefreshInterval time.Duration
 	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
 	// SHA-256 of the token, never used past the token's exp, dropped when
-	// the key set changes; an entry is the verified payload, under 1 KiB
-	// for a typical Keycloak token). A table of the 256 tokens presented
+	// the key set changes; an entry is the verified payload, not the
+	// decoded identity). A table of the 256 tokens presented
 	// most recently sits in front of it (and goes with it). Negative
 	// disables both. [10000]
 	VerifiedCacheSize int

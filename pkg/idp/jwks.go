@@ -1,9 +1,24 @@
 package idp
 
-// The provider's keys. keyfunc (github.com/MicahParks/keyfunc/v3) supplies
-// the key for a token's kid (see selectKey), reading a jwkset.Storage of
-// ours, keyStorage, backed by keySet below. The stock jwkset HTTP storage
-// (jwkset.NewStorageFromHTTP, keyfunc.NewDefault) is not used, because:
+// The provider's keys: keySet below fetches, parses and refreshes them, and
+// selectKey (keyfunc.go) picks the key of a token.
+//
+// What keyfunc (github.com/MicahParks/keyfunc/v3, named in DESIGN §3) does
+// here, plainly: it serves only a token whose kid is not in the current
+// key snapshot. It reads the key through keyStorage (keyfunc.go), a
+// read-only jwkset.Storage over keySet whose KeyRead applies our
+// unknown-kid rule (one shared, rate-limited refetch), and refuses a JWK
+// whose own alg differs from the token's. Every other token bypasses it:
+// a known kid's key comes straight from the snapshot, because keyfunc
+// needs a jwt.Token with a header map and marshals the JWK again for every
+// key it returns, work the verification of each new token would pay
+// (bench/README.md, "Key selection"); and a token without kid is offered
+// every key that fits its alg (keyfunc would offer every key, whatever
+// its alg). algMatchesKey applies keyfunc's alg check on the
+// snapshot path, so both paths accept exactly the same keys.
+//
+// The stock jwkset HTTP storage (jwkset.NewStorageFromHTTP,
+// keyfunc.NewDefault) is not used at all, because:
 //
 //   - callers block on its rate limiter: an unknown kid makes the request
 //     wait for the limiter (up to RateLimitWaitMax), so a flood of random

@@ -108,9 +108,10 @@ func newKeyfunc(k *keySet) (keyfunc.Keyfunc, error) {
 	return keyfunc.New(keyfunc.Options{Storage: keyStorage{k: k}})
 }
 
-// selectKey is the one key-selection path, for access tokens and for the
-// login flow's ID tokens: the key of t's kid in the snapshot, else
-// keyfunc (over the key cache: an unknown kid may cause one refetch); the
+// selectKey is the one key-selection path, for access tokens, logout
+// tokens and the login flow's ID tokens: the key of t's kid in the
+// snapshot, else keyfunc (over the key cache: an unknown kid may cause one
+// refetch; see the top of jwks.go for why keyfunc serves only that); the
 // JWK's own alg, when it has one, must be t's alg, and the key's type (and
 // curve) must fit t's alg. A token without kid is offered every key that fits
 // its alg. It returns the key (or a jwt.VerificationKeySet) and the
