@@ -26,9 +26,9 @@ func newOIDCKeySet(p *Plugin) *oidcKeySet { return &oidcKeySet{p: p} }
 // its payload. go-oidc and the callback check the claims; since go-oidc
 // reads them with encoding/json, which matches names case-insensitively
 // (with Unicode folding: "ſub" is "sub" to it), the payload is first held
-// to the rules access tokens follow (decodeClaims: exact names, each once,
-// exp, nbf and iat numbers), and a member whose name only folds to a claim
-// name ("EXP", "Sub") is refused rather than read as that claim.
+// to the rules access tokens follow (token.DecodeClaims: exact names, each
+// once, exp, nbf and iat numbers), and a member whose name only folds to a
+// claim name ("EXP", "Sub") is refused rather than read as that claim.
 func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
 	if len(raw) > k.p.cfg.MaxTokenBytes {
 		return nil, fmt.Errorf("idp: id token: %w", invalid("token too large", nil))

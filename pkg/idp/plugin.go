@@ -26,7 +26,7 @@ type Plugin struct {
 	keys        *keySet
 	cache       *tokenCache
 	sessions    *sessionManager // nil without Config.Session
-	intern      *token.Interner // claim strings shared between tokens (see decodeClaims)
+	intern      *token.Interner // claim strings shared between tokens (see token.DecodeClaims)
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest

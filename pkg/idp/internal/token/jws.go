@@ -61,7 +61,7 @@ func ParseJWS(raw string) (*JWS, error) {
 		return nil, Invalid("malformed token", nil)
 	}
 	// One copy of the token; the payload in a buffer of its own (it is
-	// kept, as TokenPayload.Raw, for as long as the token is cached), the
+	// kept, as idp.TokenPayload.Raw, for as long as the token is cached), the
 	// header and the signature in another (dropped after the check).
 	src := []byte(raw)
 	payload, ok2 := decodeSegment(make([]byte, b64.DecodedLen(dot2-dot1-1)), src[dot1+1:dot2])
