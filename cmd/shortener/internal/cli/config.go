@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/viper"
+)
+
+// config is the resolved configuration of one run.
+type config struct {
+	Listen          string
+	Store           string
+	BaseURL         string
+	LogFormat       string // auto | json | text
+	LogLevel        slog.Level
+	AccessLog       bool
+	MetricsListen   string // an address, metricsOnAPI (/metrics on the API listener) or "off"
+	TrustIdentity   bool
+	IdentityHeader  string
+	ShutdownTimeout time.Duration
+	CacheSize       int           // links kept in the redirect cache; 0 = none
+	CacheTTL        time.Duration // how long a cached link is served
+
+	CustomCodes        bool          // creators may choose their code
+	Page               bool          // serve the web page at GET /
+	LoginURL           string        // the page's sign-in link
+	AdminRoles         []string      // roles that may read and delete every link
+	RolesHeader        string        // header of the caller's roles, with TrustIdentity
+	VisitFlushInterval time.Duration // how often visit counts are written
+
+	// In-process pkg/idp mode (on when IDPServerURL is set): POST /shorten
+	// needs a valid access token, and the token's subject becomes the
+	// link's creator.
+	IDPServerURL         string
+	IDPRealm             string
+	IDPClientID          string
+	IDPAudience          string
+	IDPOptionalAudiences []string
+	IDPCreateRoles       []string
+	IDPTokenLocation     string // header | cookie
+	IDPCookieName        string
+}
+
+// loadConfig reads every setting from v (flags over environment over
+// defaults) and checks it. Booleans and durations are parsed strictly: a
+// typo in the environment is an error, not a silent default.
+func loadConfig(v *viper.Viper) (config, error) {
+	var errs []error
+	getBool := func(key string) bool {
+		s := v.GetString(key)
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shortener: %s: %q is not a boolean", key, s))
+		}
+		return b
+	}
+	cfg := config{
+		Listen:         v.GetString("listen"),
+		Store:          v.GetString("store"),
+		BaseURL:        v.GetString("base-url"),
+		LogFormat:      strings.ToLower(v.GetString("log-format")),
+		AccessLog:      getBool("access-log"),
+		MetricsListen:  v.GetString("metrics-listen"),
+		TrustIdentity:  getBool("trust-identity-headers"),
+		IdentityHeader: v.GetString("identity-header"),
+
+		IDPServerURL:         v.GetString("idp-server-url"),
+		IDPRealm:             v.GetString("idp-realm"),
+		IDPClientID:          v.GetString("idp-client-id"),
+		IDPAudience:          v.GetString("idp-audience"),
+		IDPOptionalAudiences: splitList(v.GetStringSlice("idp-optional-audiences")),
+		IDPCreateRoles:       splitList(v.GetStringSlice("idp-create-roles")),
+		IDPTokenLocation:     strings.ToLower(v.GetString("idp-token-location")),
+		IDPCookieName:        v.GetString("idp-cookie-name"),
+
+		CustomCodes: getBool("custom-codes"),
+		Page:        getBool("page"),
+		LoginURL:    v.GetString("login-url"),
+		AdminRoles:  splitList(v.GetStringSlice("admin-roles")),
+		RolesHeader: v.GetString("roles-header"),
+	}
+	fi := v.GetString("visit-flush-interval")
+	if d, err := time.ParseDuration(fi); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: visit-flush-interval: %q is not a positive duration", fi))
+	} else {
+		cfg.VisitFlushInterval = d
+	}
+	switch cfg.IDPTokenLocation {
+	case "header", "cookie":
+	default:
+		errs = append(errs, fmt.Errorf("shortener: idp-token-location %q: want header or cookie", cfg.IDPTokenLocation))
+	}
+	if cfg.TrustIdentity && (cfg.RolesHeader == "" || strings.ContainsAny(cfg.RolesHeader, " :\t\r\n")) {
+		errs = append(errs, fmt.Errorf("shortener: roles-header %q is not a header name", cfg.RolesHeader))
+	}
+	st := v.GetString("shutdown-timeout")
+	d, err := time.ParseDuration(st)
+	if err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: shutdown-timeout: %q is not a positive duration", st))
+	}
+	cfg.ShutdownTimeout = d
+	cs := v.GetString("cache-size")
+	if n, err := strconv.Atoi(cs); err != nil || n < 0 {
+		errs = append(errs, fmt.Errorf("shortener: cache-size: %q is not a number ≥ 0", cs))
+	} else {
+		cfg.CacheSize = n
+	}
+	ct := v.GetString("cache-ttl")
+	if d, err := time.ParseDuration(ct); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: cache-ttl: %q is not a positive duration", ct))
+	} else {
+		cfg.CacheTTL = d
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		errs = append(errs, fmt.Errorf("shortener: log-level: %w", err))
+	}
+	switch cfg.LogFormat {
+	case "auto", "json", "text":
+	default:
+		errs = append(errs, fmt.Errorf("shortener: log-format %q: want json, text or auto", cfg.LogFormat))
+	}
+	if cfg.Listen == "" {
+		errs = append(errs, errors.New("shortener: listen: empty address"))
+	}
+	if cfg.MetricsListen == "" {
+		errs = append(errs, fmt.Errorf("shortener: metrics-listen: empty: give an address (default %s), %q to serve /metrics on --listen, or \"off\"", defaultMetricsListen, metricsOnAPI))
+	}
+	if cfg.TrustIdentity && (cfg.IdentityHeader == "" || strings.ContainsAny(cfg.IdentityHeader, " :\t\r\n")) {
+		errs = append(errs, fmt.Errorf("shortener: identity-header %q is not a header name", cfg.IdentityHeader))
+	}
+	if _, _, err := parseStore(cfg.Store); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.IDPServerURL != "" {
+		if cfg.TrustIdentity {
+			errs = append(errs, errors.New("shortener: --idp-server-url and --trust-identity-headers exclude each other: pick one source of identity"))
+		}
+		// The rest (realm, client ID, URL shape) is checked by idp.New,
+		// which names the missing or malformed option.
+	} else if cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" || cfg.IDPTokenLocation == "cookie" {
+		errs = append(errs, errors.New("shortener: --idp-* options need --idp-server-url"))
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// splitList flattens comma-separated values (environment variables arrive
+// as one string) and drops empty items.
+func splitList(in []string) []string {
+	var out []string
+	for _, v := range in {
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
+}

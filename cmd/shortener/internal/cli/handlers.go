@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+)
+
+// newHandlers returns the API handler (with /metrics unless metrics have
+// their own listener or are off) and the metrics handler; see newAPI.
+func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
+	_, api, metricsHandler, err = newAPI(cfg, store, plugin, log)
+	return api, metricsHandler, err
+}
+
+// newAPI returns the Service (for the caller to Close), the API handler
+// and the metrics handler. With a plugin, creating (POST /shorten, POST
+// /links) needs a valid access token with one of cfg.IDPCreateRoles (when
+// set), and the other /links routes any valid token.
+func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
+	opts := shortener.Options{
+		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
+		CustomCodes: cfg.CustomCodes, Page: cfg.Page, LoginURL: cfg.LoginURL,
+		AdminRoles: cfg.AdminRoles, VisitFlushInterval: cfg.VisitFlushInterval,
+	}
+	if plugin != nil {
+		var guards []idp.Guard
+		if len(cfg.IDPCreateRoles) > 0 {
+			guards = append(guards, idp.RequireRoles(idp.MatchAny, cfg.IDPCreateRoles...))
+		}
+		requireCreate, requireToken := plugin.Require(guards...), plugin.Require()
+		// The handler applies it to the routes that need an identity.
+		opts.Authenticate = func(next http.Handler) http.Handler {
+			create, other := requireCreate(next), requireToken(next)
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					create.ServeHTTP(w, r)
+					return
+				}
+				other.ServeHTTP(w, r)
+			})
+		}
+		opts.Owner = func(r *http.Request) string {
+			if u, ok := idp.UserFrom(r.Context()); ok {
+				return u.Sub
+			}
+			return ""
+		}
+		opts.Roles = func(r *http.Request) []string {
+			if u, ok := idp.UserFrom(r.Context()); ok {
+				return u.RealmRoles
+			}
+			return nil
+		}
+	} else if cfg.TrustIdentity {
+		opts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
+		opts.Roles = shortener.RolesFromHeader(cfg.RolesHeader)
+		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader, "roles_header", cfg.RolesHeader)
+	}
+	svc, err = shortener.New(store, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var m *metrics
+	if cfg.MetricsListen != "off" {
+		m = newMetrics()
+		metricsHandler = m.handler()
+	}
+	var accessLog *slog.Logger
+	if cfg.AccessLog {
+		accessLog = log
+	}
+	h := svc.Handler()
+	if m != nil && cfg.MetricsListen == metricsOnAPI {
+		svcH, mh := h, metricsHandler
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/metrics" {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					w.Header().Set("Allow", "GET, HEAD")
+					problem.Write(w, http.StatusMethodNotAllowed, "method not allowed; use GET, HEAD")
+					return
+				}
+				mh.ServeHTTP(w, r)
+				return
+			}
+			svcH.ServeHTTP(w, r)
+		})
+	}
+	return svc, instrument(h, m, accessLog), metricsHandler, nil
+}

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
+	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// newLogger builds the process logger on w.
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// defaultBaseURL derives the base URL from the bound address; unspecified
+// hosts (0.0.0.0, ::) become localhost, which only suits local use: set
+// --base-url in production.
+func defaultBaseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// run opens the store, serves until ctx is done, then shuts down gracefully
+// and closes the store. ready, when not nil, gets the API's address once
+// it listens.
+func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr string)) (err error) {
+	log := newLogger(cfg, logOut)
+	log.Info("starting shortener", "version", buildinfo.String())
+	store, desc, err := openStore(ctx, cfg.Store)
+	if err != nil {
+		log.Error("cannot open the store", "err", err)
+		return err
+	}
+	log.Info("store open", "store", desc)
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			log.Error("closing the store", "err", cerr)
+			err = errors.Join(err, cerr)
+		} else {
+			log.Info("store closed")
+		}
+	}()
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("shortener: listen: %w", err)
+	}
+	listeners := []server.Listener{{Name: "api", Listener: ln}}
+	if cfg.MetricsListen != metricsOnAPI && cfg.MetricsListen != "off" {
+		mln, err := lc.Listen(ctx, "tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("shortener: listen for metrics: %w", err)
+		}
+		listeners = append(listeners, server.Listener{Name: "metrics", Listener: mln})
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = defaultBaseURL(ln.Addr())
+		log.Info("base URL derived from the listen address; set --base-url for production", "base_url", cfg.BaseURL)
+	}
+	var plugin *idp.Plugin
+	if cfg.IDPServerURL != "" {
+		plugin, err = idp.New(ctx, idp.Config{
+			ServerURL:         cfg.IDPServerURL,
+			Realm:             cfg.IDPRealm,
+			ClientID:          cfg.IDPClientID,
+			Audience:          cfg.IDPAudience,
+			OptionalAudiences: cfg.IDPOptionalAudiences,
+			TokenLocation:     tokenLocation(cfg.IDPTokenLocation),
+			CookieName:        cfg.IDPCookieName,
+			Logger:            log,
+		})
+		if err != nil {
+			for _, l := range listeners {
+				_ = l.Listener.Close()
+			}
+			return err
+		}
+		defer plugin.Close()
+		log.Info("verifying access tokens in-process", "issuer", plugin.Issuer(), "create_roles", cfg.IDPCreateRoles)
+	}
+	svc, api, metricsHandler, err := newAPI(cfg, store, plugin, log)
+	if err != nil {
+		for _, l := range listeners {
+			_ = l.Listener.Close()
+		}
+		return err
+	}
+	defer func() {
+		// The last visit counts, before the store closes.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if cerr := svc.Close(ctx); cerr != nil {
+			log.Error("writing the last visit counts", "err", cerr)
+		}
+	}()
+	listeners[0].Handler = api
+	if len(listeners) > 1 {
+		listeners[1].Handler = metricsHandler
+	}
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	err = server.Run(ctx, server.Options{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}, listeners...)
+	if err != nil {
+		log.Error("server stopped with an error", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func tokenLocation(s string) idp.TokenLocation {
+	if s == "cookie" {
+		return idp.TokenLocationCookie
+	}
+	return idp.TokenLocationHeader
+}
