@@ -148,9 +148,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	}()
 	svc, err := shortener.New(store, shortener.Options{
 		BaseURL: proxyURL, // short links are followed through the proxy
-		Owner:   shortener.OwnerFromHeader(identityHeader),
-		Page:    true, // the web page at GET /, behind the sign-in
 		Logger:  log.With("component", "shortener"),
+	})
+	if err != nil {
+		return err
+	}
+	shortH, err := shortener.NewHandler(svc, shortener.HandlerOptions{
+		Owner: shortener.OwnerFromHeader(identityHeader),
+		Page:  true, // the web page at GET /, behind the sign-in
 	})
 	if err != nil {
 		return err
@@ -207,7 +212,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		o.Ready(ep)
 	}
 	return server.Run(ctx, server.Options{Logger: log, ShutdownTimeout: demoShutdownDeadline},
-		server.Listener{Name: "shortener", Listener: shortLn, Handler: svc.Handler()},
+		server.Listener{Name: "shortener", Listener: shortLn, Handler: shortH},
 		server.Listener{Name: "idp-proxy", Listener: proxyLn, Handler: px},
 		server.Listener{Name: "idp-proxy-ops", Listener: opsLn, Handler: px.OpsHandler()},
 	)

@@ -31,15 +31,15 @@ func TestEndToEndShortener(t *testing.T) {
 
 	store := memstore.New()
 	t.Cleanup(func() { _ = store.Close() })
-	svc, err := shortener.New(store, shortener.Options{
-		BaseURL: "https://sho.rt",
-		Owner:   shortener.OwnerFromHeader(DefaultUserHeader),
-	})
+	svc, err := shortener.New(store, shortener.Options{BaseURL: "https://sho.rt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{Owner: shortener.OwnerFromHeader(DefaultUserHeader)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var upstreamAuthHits atomic.Int64
-	h := svc.Handler()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/auth") {
 			upstreamAuthHits.Add(1)

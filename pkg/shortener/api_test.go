@@ -22,31 +22,42 @@ type clock struct {
 func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
+// apiOptions are the options of the Service and of its Handler, for
+// newAPI to change.
+type apiOptions struct {
+	shortener.Options
+	shortener.HandlerOptions
+}
+
 // api is a Service with every feature on, identity from X-User and roles
 // from X-Roles (as behind idp-proxy), "admin" as the administrators' role.
 type api struct {
 	t     *testing.T
 	svc   *shortener.Service
-	h     http.Handler
+	h     *shortener.Handler
 	st    *spyStore
 	clock *clock
 }
 
-func newAPI(t *testing.T, mod func(*shortener.Options)) *api {
+func newAPI(t *testing.T, mod func(*apiOptions)) *api {
 	t.Helper()
 	c := &clock{t: time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)}
-	o := shortener.Options{
-		BaseURL: "https://sho.rt", Owner: shortener.OwnerFromHeader("X-User"),
-		Roles: shortener.RolesFromHeader("X-Roles"), AdminRoles: []string{"admin"},
-		CustomCodes: true, Page: true, Now: c.now, CacheSize: 100, VisitFlushInterval: time.Hour,
+	o := apiOptions{
+		Options: shortener.Options{
+			BaseURL: "https://sho.rt", CustomCodes: true, Now: c.now, CacheSize: 100, VisitFlushInterval: time.Hour,
+		},
+		HandlerOptions: shortener.HandlerOptions{
+			Owner: shortener.OwnerFromHeader("X-User"), Roles: shortener.RolesFromHeader("X-Roles"),
+			AdminRoles: []string{"admin"}, Page: true,
+		},
 	}
 	if mod != nil {
 		mod(&o)
 	}
 	st := newSpy()
-	svc := newService(t, st, o)
+	svc := newService(t, st, o.Options)
 	t.Cleanup(func() { _ = svc.Close(context.Background()) })
-	return &api{t: t, svc: svc, h: svc.Handler(), st: st, clock: c}
+	return &api{t: t, svc: svc, h: newHandler(t, svc, o.HandlerOptions), st: st, clock: c}
 }
 
 // call sends a request as user (none when ""); body is JSON when not "".
@@ -166,7 +177,7 @@ func TestCustomCodes(t *testing.T) {
 }
 
 func TestCustomCodesOff(t *testing.T) {
-	a := newAPI(t, func(o *shortener.Options) { o.CustomCodes = false })
+	a := newAPI(t, func(o *apiOptions) { o.CustomCodes = false })
 	d := checkProblem(t, a.call("POST", "/shorten", "alice", `{"url":"https://example.com/","short_code":"mine123"}`), 400)
 	if !strings.Contains(d.Detail, "not enabled") {
 		t.Fatalf("detail %q", d.Detail)
@@ -238,7 +249,7 @@ func TestInputRules(t *testing.T) {
 
 func TestLinksNeedIdentity(t *testing.T) {
 	for _, name := range []string{"identity headers absent", "no Owner hook"} {
-		a := newAPI(t, func(o *shortener.Options) {
+		a := newAPI(t, func(o *apiOptions) {
 			if name == "no Owner hook" {
 				o.Owner = nil
 			}

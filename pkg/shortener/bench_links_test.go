@@ -51,7 +51,7 @@ func BenchmarkRedirectHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer svc.Close(context.Background())
-			loadHTTP(b, svc.Handler(), paths)
+			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
 		})
 	}
 }
@@ -135,11 +135,11 @@ func BenchmarkList1M(b *testing.B) {
 				loadOwned(b, dsn, owners*perOwner, owners)
 			}
 			defer st.Close()
-			svc, err := shortener.New(st, shortener.Options{BaseURL: "https://sho.rt", Owner: shortener.OwnerFromHeader("X-User")})
+			svc, err := shortener.New(st, shortener.Options{BaseURL: "https://sho.rt"})
 			if err != nil {
 				b.Fatal(err)
 			}
-			h := svc.Handler()
+			h := newHandler(b, svc, shortener.HandlerOptions{Owner: shortener.OwnerFromHeader("X-User")})
 			get := func(target string) listJSON {
 				req := httptest.NewRequest("GET", target, nil)
 				req.Header.Set("X-User", "owner0042")

@@ -130,7 +130,7 @@ func newBenchHandler(b *testing.B, s shortener.Store, cacheSize int) http.Handle
 	if err != nil {
 		b.Fatal(err)
 	}
-	return svc.Handler()
+	return newHandler(b, svc, shortener.HandlerOptions{})
 }
 
 // constant302 is the baseline: the least a redirect handler can do, with

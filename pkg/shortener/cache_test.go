@@ -60,7 +60,10 @@ func TestCacheServesRepeatsWithoutTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := s.Handler()
+	h, err := NewHandler(s, HandlerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 5 {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/Abc1234", nil))

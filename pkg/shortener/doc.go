@@ -1,6 +1,7 @@
 // Package shortener is a URL shortener: a [Service] that issues short codes
-// for absolute http(s) URLs, an [http.Handler] that serves the API, and the
-// [Store] interface that its backends implement.
+// for absolute http(s) URLs (the domain, without HTTP), a [Handler] that
+// serves it as an HTTP API ([NewHandler]), and the [Store] interface that
+// its backends implement.
 //
 // The specification's HTTP API, unchanged:
 //
@@ -14,8 +15,9 @@
 // Options.CustomCodes), expires_at and max_visits; GET /{code} answers 410
 // Gone for an expired or used-up link. The /links API serves a caller's
 // own links (list, get, create, delete, QR code) and needs an identity
-// (Options.Owner); GET /openapi.json describes every route (see
-// [OpenAPI]); with Options.Page, GET / serves a small web page. Visits of
+// (HandlerOptions.Owner); GET /openapi.json describes every route (see
+// [OpenAPI]); with HandlerOptions.Page, GET / serves a small web page. The
+// routes are one table ([Handler.Routes]) on an [http.ServeMux]. Visits of
 // links without a limit are counted in memory and written in batches
 // (Options.VisitFlushInterval); close the Service to write the last ones.
 //

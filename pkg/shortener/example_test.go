@@ -13,15 +13,19 @@ import (
 func Example() {
 	store := memstore.New() // or boltstore.Open / pgstore.Open
 	defer store.Close()
-	svc, err := shortener.New(store, shortener.Options{
-		BaseURL: "https://sho.rt",
+	svc, err := shortener.New(store, shortener.Options{BaseURL: "https://sho.rt"})
+	if err != nil {
+		panic(err)
+	}
+	defer svc.Close(context.Background())
+	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{
 		// Only behind a proxy that sets this header from a verified token:
 		Owner: shortener.OwnerFromHeader("X-Auth-Request-User"),
 	})
 	if err != nil {
 		panic(err)
 	}
-	h := svc.Handler() // serve it with http.Server
+	// serve h with http.Server
 
 	req := httptest.NewRequest("POST", "/shorten", strings.NewReader(`{"url":"https://example.com/docs?page=2"}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -74,6 +74,16 @@ func newService(t *testing.T, st shortener.Store, o shortener.Options) *shortene
 	return s
 }
 
+// newHandler returns the Handler of svc, failing the test on an error.
+func newHandler(t testing.TB, svc *shortener.Service, o shortener.HandlerOptions) *shortener.Handler {
+	t.Helper()
+	h, err := shortener.NewHandler(svc, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func do(h http.Handler, method, target, ct, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
 	if ct != "" {
@@ -122,7 +132,7 @@ func checkProblem(t *testing.T, rec *httptest.ResponseRecorder, status int) prob
 
 func TestShortenCreated(t *testing.T) {
 	st := newSpy()
-	h := newService(t, st, shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON;charset=UTF-8"} {
 		u := "https://example.com/a?b=c&d=é#frag"
 		body := `{"url":"` + u + `","unknown":{"nested":[1,2,{"x":null}]},"other":true}`
@@ -204,7 +214,7 @@ func TestShortenBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newSpy()
-			h := newService(t, st, shortener.Options{}).Handler()
+			h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 			rec := do(h, "POST", "/shorten", tc.ct, tc.body)
 			checkProblem(t, rec, tc.status)
 			if st.Len() != 0 || st.creates.Load() != 0 {
@@ -217,7 +227,7 @@ func TestShortenBadInput(t *testing.T) {
 // chunked bodies have no Content-Length: the limit must still hold.
 func TestShortenTooLargeChunked(t *testing.T) {
 	st := newSpy()
-	h := newService(t, st, shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 	body := io.MultiReader(strings.NewReader(`{"url":"https://example.com/","pad":"`), strings.NewReader(strings.Repeat("y", 20<<10)), strings.NewReader(`"}`))
 	req := httptest.NewRequest("POST", "/shorten", body)
 	req.ContentLength = -1
@@ -232,7 +242,7 @@ func TestShortenTooLargeChunked(t *testing.T) {
 
 func TestRedirect(t *testing.T) {
 	st := newSpy()
-	h := newService(t, st, shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 	urls := []string{
 		"https://example.com/",
 		"https://例え.テスト/パス?q=値",
@@ -262,7 +272,7 @@ func TestRedirect(t *testing.T) {
 
 func TestLookupNotFoundAndMalformed(t *testing.T) {
 	st := newSpy()
-	h := newService(t, st, shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 	rec := do(h, "GET", "/Zz9Yy8X", "", "")
 	checkProblem(t, rec, 404)
 	if st.gets.Load() != 1 {
@@ -283,7 +293,7 @@ func TestLookupNotFoundAndMalformed(t *testing.T) {
 }
 
 func TestMethodNotAllowed(t *testing.T) {
-	h := newService(t, newSpy(), shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, newSpy(), shortener.Options{}), shortener.HandlerOptions{})
 	tests := []struct{ method, path, allow string }{
 		{"GET", "/shorten", "POST"},
 		{"PUT", "/shorten", "POST"},
@@ -302,7 +312,7 @@ func TestMethodNotAllowed(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	st := newSpy()
-	h := newService(t, st, shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 	rec := do(h, "GET", "/health", "", "")
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("health = %d %q", rec.Code, rec.Header().Get("Content-Type"))
@@ -326,7 +336,7 @@ func TestHealth(t *testing.T) {
 func TestStoreFailures(t *testing.T) {
 	var logs bytes.Buffer
 	st := newSpy()
-	h := newService(t, st, shortener.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}), shortener.HandlerOptions{})
 	c := mustShorten(t, h, "https://example.com/")
 
 	st.failCreate = errors.New("disk on fire at /secret/path")
@@ -346,7 +356,7 @@ func TestStoreFailures(t *testing.T) {
 
 func TestOwner(t *testing.T) {
 	st := newSpy()
-	h := newService(t, st, shortener.Options{Owner: shortener.OwnerFromHeader("x-auth-request-user")}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{Owner: shortener.OwnerFromHeader("x-auth-request-user")})
 	tests := []struct {
 		name   string
 		values []string
@@ -383,7 +393,7 @@ func TestOwner(t *testing.T) {
 // all resolvable to their own URL.
 func TestConcurrentShorten(t *testing.T) {
 	st := memstore.New()
-	h := newService(t, st, shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, st, shortener.Options{}), shortener.HandlerOptions{})
 	const workers, each = 32, 40
 	var (
 		mu    sync.Mutex
@@ -428,7 +438,7 @@ var asciiForm = map[string]string{
 }
 
 func TestInternationalisedURLs(t *testing.T) {
-	h := newService(t, newSpy(), shortener.Options{}).Handler()
+	h := newHandler(t, newService(t, newSpy(), shortener.Options{}), shortener.HandlerOptions{})
 	for in, want := range map[string]string{
 		"https://例え.テスト/パス?q=値":        "https://xn--r8jz45g.xn--zckzah/%E3%83%91%E3%82%B9?q=%E5%80%A4",
 		"https://Bücher.example:8443/": "https://xn--bcher-kva.example:8443/",

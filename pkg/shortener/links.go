@@ -3,35 +3,17 @@ package shortener
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"slices"
 )
 
-// Caller is who calls the /links API.
+// Caller is who asks for or deletes a link.
 type Caller struct {
-	// ID is the caller's identity (Options.Owner); "" means none.
+	// ID is the caller's identity (for a Handler: HandlerOptions.Owner);
+	// "" means none.
 	ID string
-	// Admin reports whether the caller holds one of Options.AdminRoles:
-	// an administrator may read and delete every link.
+	// Admin reports whether the caller is an administrator (for a
+	// Handler: holds one of HandlerOptions.AdminRoles): an administrator
+	// may read and delete every link.
 	Admin bool
-}
-
-// CallerOf returns the identity of the request, as Options.Owner,
-// Options.Roles and Options.AdminRoles make it.
-func (s *Service) CallerOf(r *http.Request) Caller {
-	var c Caller
-	if s.owner != nil {
-		c.ID = s.owner(r)
-	}
-	if c.ID != "" && s.roles != nil && len(s.adminRoles) > 0 {
-		for _, role := range s.roles(r) {
-			if slices.Contains(s.adminRoles, role) {
-				c.Admin = true
-				break
-			}
-		}
-	}
-	return c
 }
 
 // Visit resolves code for a redirect and counts the visit: a link with

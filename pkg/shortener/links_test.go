@@ -175,7 +175,7 @@ func TestVisitCounting(t *testing.T) {
 }
 
 func TestVisitFlushInterval(t *testing.T) {
-	a := newAPI(t, func(o *shortener.Options) { o.VisitFlushInterval = 20 * time.Millisecond })
+	a := newAPI(t, func(o *apiOptions) { o.VisitFlushInterval = 20 * time.Millisecond })
 	l := a.create("alice", `{"url":"https://example.com/"}`)
 	for range 3 {
 		a.call("GET", "/"+l.ShortCode, "", "")
@@ -273,7 +273,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	served := map[string]bool{}
-	for _, rt := range a.svc.Routes() {
+	for _, rt := range a.h.Routes() {
 		path := strings.Replace(rt.Pattern, "/{$}", "/", 1)
 		served[rt.Method+" "+path] = true
 		// The route is really served: neither a 405 nor the router's 404.
@@ -307,7 +307,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 }
 
 func TestPage(t *testing.T) {
-	a := newAPI(t, func(o *shortener.Options) { o.LoginURL = "/auth/login?return_to=/&x=<y>" })
+	a := newAPI(t, func(o *apiOptions) { o.LoginURL = "/auth/login?return_to=/&x=<y>" })
 	rec := a.call("GET", "/", "", "")
 	body := rec.Body.String()
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != "text/html; charset=utf-8" {
@@ -339,10 +339,10 @@ func TestPage(t *testing.T) {
 	}
 	checkProblem(t, a.call("GET", "/assets/other.js", "", ""), 404)
 	checkProblem(t, a.call("POST", "/", "", ""), 405)
-	off := newAPI(t, func(o *shortener.Options) { o.Page = false; o.CustomCodes = false })
+	off := newAPI(t, func(o *apiOptions) { o.Page = false; o.CustomCodes = false })
 	checkProblem(t, off.call("GET", "/", "", ""), 404)
 	checkProblem(t, off.call("GET", "/assets/app.js", "", ""), 404)
-	if off := newAPI(t, func(o *shortener.Options) { o.CustomCodes = false }); strings.Contains(off.call("GET", "/", "", "").Body.String(), "short_code") {
+	if off := newAPI(t, func(o *apiOptions) { o.CustomCodes = false }); strings.Contains(off.call("GET", "/", "", "").Body.String(), "short_code") {
 		t.Error("page offers custom codes that the service refuses")
 	}
 }

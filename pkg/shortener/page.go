@@ -28,7 +28,7 @@ type pageData struct {
 	MaxLimit    int
 }
 
-// pageCache holds the rendered page of a Service (its data never
+// pageCache holds the rendered page of a Handler (its data never
 // changes).
 type pageCache struct {
 	once sync.Once
@@ -36,46 +36,38 @@ type pageCache struct {
 	err  error
 }
 
-// servePage answers GET / and GET /assets/app.js|app.css.
-func (s *Service) servePage(w http.ResponseWriter, r *http.Request) {
-	var (
-		body []byte
-		ct   string
-	)
-	switch r.URL.Path {
-	case "/":
-		s.pageOnce.once.Do(func() {
-			tmpl, err := template.ParseFS(webFiles, "web/index.html")
-			if err != nil {
-				s.pageOnce.err = err
-				return
-			}
-			var buf bytes.Buffer
-			s.pageOnce.err = tmpl.Execute(&buf, pageData{LoginURL: s.loginURL, CustomCodes: s.customCodes, MaxLimit: MaxListLimit})
-			s.pageOnce.html = buf.Bytes()
-		})
-		if s.pageOnce.err != nil {
-			s.log.ErrorContext(r.Context(), "shortener: render page", "err", s.pageOnce.err)
-			problem.Write(w, http.StatusInternalServerError, "the page could not be rendered")
+// serveIndex answers GET /: the page, rendered once.
+func (h *Handler) serveIndex(w http.ResponseWriter, r *http.Request) {
+	h.pageOnce.once.Do(func() {
+		tmpl, err := template.ParseFS(webFiles, "web/index.html")
+		if err != nil {
+			h.pageOnce.err = err
 			return
 		}
-		body, ct = s.pageOnce.html, "text/html; charset=utf-8"
-	case "/assets/app.js":
-		body, _ = webFiles.ReadFile("web/app.js")
-		ct = "text/javascript; charset=utf-8"
-	case "/assets/app.css":
-		body, _ = webFiles.ReadFile("web/app.css")
-		ct = "text/css; charset=utf-8"
-	default:
-		problem.Write(w, http.StatusNotFound, "not found")
+		var buf bytes.Buffer
+		h.pageOnce.err = tmpl.Execute(&buf, pageData{LoginURL: h.loginURL, CustomCodes: h.svc.customCodes, MaxLimit: MaxListLimit})
+		h.pageOnce.html = buf.Bytes()
+	})
+	if h.pageOnce.err != nil {
+		h.svc.log.ErrorContext(r.Context(), "shortener: render page", "err", h.pageOnce.err)
+		problem.Write(w, http.StatusInternalServerError, "the page could not be rendered")
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		methodNotAllowed(w, "GET, HEAD")
-		return
+	writePageFile(w, h.pageOnce.html, "text/html; charset=utf-8")
+}
+
+// serveAsset answers GET of one of the page's assets.
+func serveAsset(name, contentType string) http.HandlerFunc {
+	body, _ := webFiles.ReadFile(name) // embedded: go:embed names it
+	return func(w http.ResponseWriter, _ *http.Request) {
+		writePageFile(w, body, contentType)
 	}
+}
+
+// writePageFile answers the page or one of its assets.
+func writePageFile(w http.ResponseWriter, body []byte, contentType string) {
 	hdr := w.Header()
-	hdr.Set("Content-Type", ct)
+	hdr.Set("Content-Type", contentType)
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("X-Content-Type-Options", "nosniff")

@@ -146,13 +146,14 @@ func mediaQuality(accept, mt string) int {
 
 // serveQR answers GET /links/{code}/qr: a PNG, or an SVG when the Accept
 // header prefers image/svg+xml; 406 when it accepts neither.
-func (s *Service) serveQR(w http.ResponseWriter, r *http.Request, code string, c Caller) {
+func (h *Handler) serveQR(w http.ResponseWriter, r *http.Request, c Caller) {
 	if !noQuery(w, r) {
 		return
 	}
-	l, err := s.LinkFor(r.Context(), code, c)
+	code := r.PathValue("code")
+	l, err := h.svc.LinkFor(r.Context(), code, c)
 	if err != nil {
-		s.writeLinkError(w, r, err)
+		h.writeLinkError(w, r, err)
 		return
 	}
 	accept := r.Header.Get("Accept")
@@ -166,14 +167,14 @@ func (s *Service) serveQR(w http.ResponseWriter, r *http.Request, code string, c
 		problem.Write(w, http.StatusNotAcceptable, "the QR code is available as image/png or image/svg+xml")
 		return
 	case svgQ > pngQ:
-		body, err = QRSVG(s.ShortURL(l.Code))
+		body, err = QRSVG(h.svc.ShortURL(l.Code))
 		ct = "image/svg+xml"
 	default:
-		body, err = QRPNG(s.ShortURL(l.Code))
+		body, err = QRPNG(h.svc.ShortURL(l.Code))
 		ct = "image/png"
 	}
 	if err != nil {
-		s.log.ErrorContext(r.Context(), "shortener: render QR code", "code", code, "err", err)
+		h.svc.log.ErrorContext(r.Context(), "shortener: render QR code", "code", code, "err", err)
 		problem.Write(w, http.StatusInternalServerError, "the QR code could not be drawn")
 		return
 	}

@@ -12,11 +12,15 @@ import (
 )
 
 // The handler itself says which routes need an identity and applies
-// Options.Authenticate to them: every such route answers 401 when the
+// HandlerOptions.Authenticate to them: every such route answers 401 when the
 // authenticator refuses, every other route is served.
 func TestRoutesNeedingIdentityGoThroughAuthenticate(t *testing.T) {
 	var reached []string
-	svc, err := shortener.New(memstore.New(), shortener.Options{
+	svc, err := shortener.New(memstore.New(), shortener.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{
 		Authenticate: func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				reached = append(reached, r.Method+" "+r.URL.Path)
@@ -31,9 +35,8 @@ func TestRoutesNeedingIdentityGoThroughAuthenticate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := svc.Handler()
 	identity := 0
-	for _, rt := range svc.Routes() {
+	for _, rt := range h.Routes() {
 		path := strings.ReplaceAll(rt.Pattern, "{code}", "abcdefg")
 		req := httptest.NewRequest(rt.Method, path, strings.NewReader(`{"url":"https://example.com"}`))
 		req.Header.Set("Content-Type", "application/json")

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Options configure a Service. The zero value is usable: every field has
-// the default given in brackets.
+// the default given in brackets. How requests reach the Service (routes,
+// identity, the page) is configured separately, by HandlerOptions.
 type Options struct {
 	// BaseURL prefixes short URLs: short_url = BaseURL + "/" + code. It
 	// must be an absolute http(s) URL without query or fragment; a
@@ -24,47 +22,18 @@ type Options struct {
 	//
 	// The Host header of requests is never used: it is client-controlled.
 	BaseURL string
-	// Authenticate wraps the routes that need the caller's identity
-	// (Route.Identity in Routes: POST /shorten and everything under
-	// /links): it answers 401/403 itself or calls next with the identity
-	// in the request (for Owner and Roles to read). With pkg/idp
-	// in-process: plugin.Require(guards...). The handler applies it to the
-	// routes it marks, so renaming a route cannot lose the protection.
-	// [nil: every route is served without one, as behind idp-proxy, which
-	// judges requests before they arrive]
-	Authenticate func(next http.Handler) http.Handler
-	// Owner returns the identity of the caller, recorded as
-	// Link.CreatedBy by POST /shorten and POST /links and required by the
-	// /links routes (401 without it); "" means unknown. [nil: no identity,
-	// so /links always answers 401]
-	//
-	// Only use OwnerFromHeader when a trusted proxy in front of the service
-	// sets (and strips client copies of) that header.
-	Owner func(*http.Request) string
-	// Roles returns the caller's roles; a caller holding one of AdminRoles
-	// may read and delete every link. [nil: nobody is an administrator]
-	Roles func(*http.Request) []string
-	// AdminRoles are the roles that make a caller an administrator.
-	// [none]
-	AdminRoles []string
 	// CustomCodes lets creators choose their code (short_code: 3 to 64 of
 	// [A-Za-z0-9_-], not reserved). It widens the codes GET /{code} looks
 	// up: without it, anything but 6 to 16 base62 characters is a 404
 	// without a store lookup, and links created with custom codes while it
 	// was on stop resolving. [false]
 	CustomCodes bool
-	// Page serves the web page at GET / and its assets under /assets/.
-	// [false: GET / is a 404, as the specification has it]
-	Page bool
-	// LoginURL is where the page sends a visitor without identity.
-	// ["/auth/login?return_to=/", idp-proxy's login route]
-	LoginURL string
 	// VisitFlushInterval is how often the visits of links without
 	// MaxVisits, counted in memory, are written to the store in one
 	// batch. A crash loses at most the visits of one interval. [1s]
 	VisitFlushInterval time.Duration
-	// Logger receives store failures and other server-side errors.
-	// [discard]
+	// Logger receives store failures and other server-side errors, of the
+	// Service and of its Handler. [discard]
 	Logger *slog.Logger
 	// CodeLength is the length of new codes, between MinCodeLength and
 	// MaxCodeLength. [DefaultCodeLength: 7]
@@ -76,8 +45,6 @@ type Options struct {
 	Rand io.Reader
 	// Now returns the current time. [time.Now]
 	Now func() time.Time
-	// HealthTimeout bounds the store Ping of GET /health. [2s]
-	HealthTimeout time.Duration
 	// CacheSize bounds an in-process cache of resolved links, in entries
 	// (about 200 bytes each plus the URL); 0 disables it. Links without a
 	// visit limit never change once created (expiry is checked on every
@@ -92,33 +59,21 @@ type Options struct {
 	CacheTTL time.Duration
 }
 
-// Service issues and resolves short links on top of a Store. It is safe for
-// concurrent use. Create one with New; Close it to write the last visit
-// counts.
+// Service issues and resolves short links on top of a Store: the domain,
+// apart from HTTP (NewHandler serves it). It is safe for concurrent use.
+// Create one with New; Close it to write the last visit counts.
 type Service struct {
-	store         Store
-	baseURL       string
-	owner         func(*http.Request) string
-	roles         func(*http.Request) []string
-	adminRoles    []string
-	authenticate  func(http.Handler) http.Handler
-	customCodes   bool
-	page          bool
-	loginURL      string
-	log           *slog.Logger
-	codeLen       int
-	reserved      []string
-	rand          io.Reader
-	now           func() time.Time
-	healthTimeout time.Duration
-	cache         *linkCache // nil: no cache
-	visits        *visitCounter
-	pageOnce      pageCache
+	store       Store
+	baseURL     string
+	customCodes bool
+	log         *slog.Logger
+	codeLen     int
+	reserved    []string
+	rand        io.Reader
+	now         func() time.Time
+	cache       *linkCache // nil: no cache
+	visits      *visitCounter
 }
-
-// DefaultLoginURL is the page's sign-in link: idp-proxy's login route,
-// coming back to the page.
-const DefaultLoginURL = "/auth/login?return_to=/"
 
 // New returns a Service that keeps its links in store. It returns an error
 // when the options are invalid. The Service does not own store: the caller
@@ -128,19 +83,12 @@ func New(store Store, o Options) (*Service, error) {
 		return nil, errors.New("shortener: nil store")
 	}
 	s := &Service{
-		store:         store,
-		owner:         o.Owner,
-		roles:         o.Roles,
-		adminRoles:    slices.Clone(o.AdminRoles),
-		authenticate:  o.Authenticate,
-		customCodes:   o.CustomCodes,
-		page:          o.Page,
-		loginURL:      o.LoginURL,
-		log:           o.Logger,
-		codeLen:       o.CodeLength,
-		rand:          o.Rand,
-		now:           o.Now,
-		healthTimeout: o.HealthTimeout,
+		store:       store,
+		customCodes: o.CustomCodes,
+		log:         o.Logger,
+		codeLen:     o.CodeLength,
+		rand:        o.Rand,
+		now:         o.Now,
 	}
 	if o.BaseURL != "" {
 		u, err := url.Parse(o.BaseURL)
@@ -149,12 +97,6 @@ func New(store Store, o Options) (*Service, error) {
 			return nil, fmt.Errorf("shortener: base URL %q must be an absolute http(s) URL without user-info, query or fragment", o.BaseURL)
 		}
 		s.baseURL = strings.TrimRight(o.BaseURL, "/")
-	}
-	if s.loginURL == "" {
-		s.loginURL = DefaultLoginURL
-	}
-	if u, err := url.Parse(s.loginURL); err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(s.loginURL, "/") || strings.HasPrefix(s.loginURL, "//") {
-		return nil, fmt.Errorf("shortener: login URL %q must be a path on this site", o.LoginURL)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -171,9 +113,6 @@ func New(store Store, o Options) (*Service, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
-	}
-	if s.healthTimeout <= 0 {
-		s.healthTimeout = 2 * time.Second
 	}
 	if o.CacheSize < 0 {
 		return nil, fmt.Errorf("shortener: negative cache size %d", o.CacheSize)
@@ -341,67 +280,4 @@ func (s *Service) ShortURL(code string) string {
 // Ping checks the store.
 func (s *Service) Ping(ctx context.Context) error {
 	return s.store.Ping(ctx)
-}
-
-// RolesFromHeader returns an Options.Roles hook that reads comma-separated
-// roles from the request header name (e.g. "X-Auth-Request-Roles", set by
-// idp-proxy). The same security note as OwnerFromHeader applies: only
-// behind a proxy that sets the header and strips client copies. A header
-// present more than once, longer than 4 KiB, not valid UTF-8 or holding
-// control characters gives no roles.
-func RolesFromHeader(name string) func(*http.Request) []string {
-	key := http.CanonicalHeaderKey(name)
-	return func(r *http.Request) []string {
-		vs := r.Header[key]
-		if len(vs) != 1 || len(vs[0]) > 4096 || !cleanHeaderValue(vs[0]) {
-			return nil
-		}
-		var roles []string
-		for role := range strings.SplitSeq(vs[0], ",") {
-			if role = strings.TrimSpace(role); role != "" {
-				roles = append(roles, role)
-			}
-		}
-		return roles
-	}
-}
-
-// cleanHeaderValue reports whether v is valid UTF-8 without control
-// characters.
-func cleanHeaderValue(v string) bool {
-	if !utf8.ValidString(v) {
-		return false
-	}
-	for _, c := range v {
-		if c < ' ' || c == 0x7f || (c >= 0x80 && c < 0xa0) {
-			return false
-		}
-	}
-	return true
-}
-
-// maxOwnerLength bounds identities read from headers.
-const maxOwnerLength = 256
-
-// OwnerFromHeader returns an Options.Owner hook that reads the identity from
-// the request header name (e.g. "X-Auth-Request-User", set by idp-proxy).
-//
-// Security: any client can send that header. Use this only when every
-// request reaches the service through a proxy that strips client copies of
-// the header and sets it from a verified token. Values longer than 256
-// bytes, not valid UTF-8 or holding control characters are ignored
-// (recorded as no owner).
-func OwnerFromHeader(name string) func(*http.Request) string {
-	key := http.CanonicalHeaderKey(name)
-	return func(r *http.Request) string {
-		vs := r.Header[key]
-		if len(vs) != 1 { // absent, or ambiguous
-			return ""
-		}
-		v := strings.TrimSpace(vs[0])
-		if len(v) > maxOwnerLength || !cleanHeaderValue(v) {
-			return ""
-		}
-		return v
-	}
 }

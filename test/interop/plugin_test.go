@@ -53,7 +53,11 @@ func newPlugin(t *testing.T, serverURL string, optional []string, waitReady bool
 // GET /me echoes the identity, redirects are public.
 func app(t *testing.T, pl *idp.Plugin) (*httptest.Server, *shortener.Service) {
 	t.Helper()
-	svc, err := shortener.New(memstore.New(), shortener.Options{
+	svc, err := shortener.New(memstore.New(), shortener.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{
 		Owner: func(r *http.Request) string {
 			if u, ok := idp.UserFrom(r.Context()); ok {
 				return u.Sub
@@ -65,14 +69,14 @@ func app(t *testing.T, pl *idp.Plugin) (*httptest.Server, *shortener.Service) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /shorten", pl.Require(idp.RequireRoles(idp.MatchAll, "creator"))(svc.Handler()))
+	mux.Handle("POST /shorten", pl.Require(idp.RequireRoles(idp.MatchAll, "creator"))(h))
 	mux.Handle("GET /editor", pl.Require(idp.RequireClientRoles(clientID, idp.MatchAll, "editor"))(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })))
 	mux.Handle("GET /me", pl.WithUser(func(w http.ResponseWriter, r *http.Request, u *idp.User) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(u)
 	}))
-	mux.Handle("GET /{code}", svc.Handler())
+	mux.Handle("GET /{code}", h)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, svc

@@ -28,7 +28,11 @@ func replicas(t *testing.T, n int) ([]*shortener.Service, []http.Handler) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = svc.Close(context.Background()); _ = st.Close() })
-		svcs[i], hs[i] = svc, svc.Handler()
+		h, err := shortener.NewHandler(svc, shortener.HandlerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svcs[i], hs[i] = svc, h
 	}
 	return svcs, hs
 }

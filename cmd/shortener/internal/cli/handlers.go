@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -21,11 +22,7 @@ func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slo
 // /links) needs a valid access token with one of cfg.IDPCreateRoles (when
 // set), and the other /links routes any valid token.
 func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
-	opts := shortener.Options{
-		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
-		CustomCodes: cfg.CustomCodes, Page: cfg.Page, LoginURL: cfg.LoginURL,
-		AdminRoles: cfg.AdminRoles, VisitFlushInterval: cfg.VisitFlushInterval,
-	}
+	var hopts shortener.HandlerOptions
 	if plugin != nil {
 		var guards []idp.Guard
 		if len(cfg.IDPCreateRoles) > 0 {
@@ -33,7 +30,7 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 		}
 		requireCreate, requireToken := plugin.Require(guards...), plugin.Require()
 		// The handler applies it to the routes that need an identity.
-		opts.Authenticate = func(next http.Handler) http.Handler {
+		hopts.Authenticate = func(next http.Handler) http.Handler {
 			create, other := requireCreate(next), requireToken(next)
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodPost {
@@ -43,25 +40,34 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 				other.ServeHTTP(w, r)
 			})
 		}
-		opts.Owner = func(r *http.Request) string {
+		hopts.Owner = func(r *http.Request) string {
 			if u, ok := idp.UserFrom(r.Context()); ok {
 				return u.Sub
 			}
 			return ""
 		}
-		opts.Roles = func(r *http.Request) []string {
+		hopts.Roles = func(r *http.Request) []string {
 			if u, ok := idp.UserFrom(r.Context()); ok {
 				return u.RealmRoles
 			}
 			return nil
 		}
 	} else if cfg.TrustIdentity {
-		opts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
-		opts.Roles = shortener.RolesFromHeader(cfg.RolesHeader)
+		hopts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
+		hopts.Roles = shortener.RolesFromHeader(cfg.RolesHeader)
 		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader, "roles_header", cfg.RolesHeader)
 	}
-	svc, err = shortener.New(store, opts)
+	hopts.Page, hopts.LoginURL, hopts.AdminRoles = cfg.Page, cfg.LoginURL, cfg.AdminRoles
+	svc, err = shortener.New(store, shortener.Options{
+		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
+		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
+	})
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	sh, err := shortener.NewHandler(svc, hopts)
+	if err != nil {
+		_ = svc.Close(context.Background())
 		return nil, nil, nil, err
 	}
 	var m *metrics
@@ -73,9 +79,9 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 	if cfg.AccessLog {
 		accessLog = log
 	}
-	h := svc.Handler()
+	var h http.Handler = sh
 	if m != nil && cfg.MetricsListen == metricsOnAPI {
-		svcH, mh := h, metricsHandler
+		mh := metricsHandler
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/metrics" {
 				if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -86,8 +92,8 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 				mh.ServeHTTP(w, r)
 				return
 			}
-			svcH.ServeHTTP(w, r)
+			sh.ServeHTTP(w, r)
 		})
 	}
-	return svc, instrument(h, m, accessLog), metricsHandler, nil
+	return svc, instrument(h, routeLabel(sh), m, accessLog), metricsHandler, nil
 }

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
 // metrics are the service's Prometheus collectors, in their own registry.
@@ -44,35 +44,26 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// route names a path for metrics labels, with bounded cardinality.
-func route(path string) string {
-	switch path {
-	case "/shorten":
-		return "shorten"
-	case "/health":
-		return "health"
-	case "/metrics":
-		return "metrics"
-	case "/openapi.json":
-		return "openapi"
-	case "/", "/assets/app.js", "/assets/app.css":
-		return "page"
-	case "/links":
-		return "links"
-	}
-	if strings.HasPrefix(path, "/links/") {
-		if strings.HasSuffix(path, "/qr") {
-			return "qr"
+// routeLabel names the route of a served request for metrics, with
+// bounded cardinality: the route table's name (Handler.RouteName),
+// "metrics" for /metrics, and "redirect" for paths that match no route
+// (lookups of codes that were never issued).
+func routeLabel(h *shortener.Handler) func(*http.Request) string {
+	return func(r *http.Request) string {
+		if r.URL.Path == "/metrics" {
+			return "metrics"
 		}
-		return "link"
+		if name := h.RouteName(r); name != "" {
+			return name
+		}
+		return "redirect"
 	}
-	return "redirect"
 }
 
-// instrument wraps next with metrics (m may be nil) and, when log is not
-// nil, an access log. The access log records neither query strings nor
-// headers.
-func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
+// instrument wraps next with metrics (m may be nil), labelled by route,
+// and, when log is not nil, an access log. The access log records neither
+// query strings nor headers. route runs after next has served the request.
+func instrument(next http.Handler, route func(*http.Request) string, m *metrics, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statuswriter.Writer{ResponseWriter: w}
@@ -82,7 +73,7 @@ func instrument(next http.Handler, m *metrics, log *slog.Logger) http.Handler {
 		}
 		d := time.Since(start)
 		if m != nil {
-			rt := route(r.URL.Path)
+			rt := route(r)
 			m.requests.WithLabelValues(rt, strconv.Itoa(sw.Status)).Inc()
 			m.duration.WithLabelValues(rt).Observe(d.Seconds())
 		}

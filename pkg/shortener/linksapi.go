@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
@@ -62,52 +61,41 @@ func writeNoIdentity(w http.ResponseWriter) {
 	problem.Write(w, http.StatusUnauthorized, "sign in to see and manage your links")
 }
 
-// serveLinks serves /links, /links/{code} and /links/{code}/qr, whose
-// methods ServeHTTP has checked, behind Options.Authenticate.
-func (s *Service) serveLinks(w http.ResponseWriter, r *http.Request) {
-	c := s.CallerOf(r)
-	if c.ID == "" {
-		writeNoIdentity(w)
-		return
-	}
-	path := r.URL.Path
-	if path == "/links" {
-		if r.Method == http.MethodPost {
-			s.serveCreateLink(w, r, c)
+// withCaller serves a /links route (its method checked by the route
+// table) to a caller with an identity, and answers 401 to one without.
+func (h *Handler) withCaller(serve func(http.ResponseWriter, *http.Request, Caller)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := h.CallerOf(r)
+		if c.ID == "" {
+			writeNoIdentity(w)
 			return
 		}
-		s.serveList(w, r, c)
-		return
+		serve(w, r, c)
 	}
-	code, sub, _ := strings.Cut(strings.TrimPrefix(path, "/links/"), "/")
-	if sub == "qr" {
-		s.serveQR(w, r, code, c)
-		return
-	}
-	if r.Method == http.MethodDelete {
-		s.serveDelete(w, r, code, c)
-		return
-	}
+}
+
+// serveLink answers GET /links/{code}.
+func (h *Handler) serveLink(w http.ResponseWriter, r *http.Request, c Caller) {
 	if !noQuery(w, r) {
 		return
 	}
-	l, err := s.LinkFor(r.Context(), code, c)
+	l, err := h.svc.LinkFor(r.Context(), r.PathValue("code"), c)
 	if err != nil {
-		s.writeLinkError(w, r, err)
+		h.writeLinkError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.resource(l, s.now()), "")
+	writeJSON(w, http.StatusOK, h.svc.resource(l, h.svc.now()), "")
 }
 
 // writeLinkError answers the error of a /links/{code} operation.
-func (s *Service) writeLinkError(w http.ResponseWriter, r *http.Request, err error) {
+func (h *Handler) writeLinkError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		problem.Write(w, http.StatusNotFound, "you have no link with this short code")
 	case errors.Is(err, ErrNoIdentity):
 		writeNoIdentity(w)
 	default:
-		s.log.ErrorContext(r.Context(), "shortener: links API", "err", err)
+		h.svc.log.ErrorContext(r.Context(), "shortener: links API", "err", err)
 		problem.Write(w, http.StatusServiceUnavailable, "the link store is unavailable; try again later")
 	}
 }
@@ -142,7 +130,8 @@ func queryOf(r *http.Request) (url.Values, error) {
 	return url.ParseQuery(r.URL.RawQuery)
 }
 
-func (s *Service) serveCreateLink(w http.ResponseWriter, r *http.Request, c Caller) {
+// serveCreateLink answers POST /links.
+func (h *Handler) serveCreateLink(w http.ResponseWriter, r *http.Request, c Caller) {
 	if !noQuery(w, r) {
 		return
 	}
@@ -155,14 +144,15 @@ func (s *Service) serveCreateLink(w http.ResponseWriter, r *http.Request, c Call
 		problem.Write(w, http.StatusBadRequest, detail)
 		return
 	}
-	l, ok := s.create(w, r, in, c.ID)
+	l, ok := h.create(w, r, in, c.ID)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.resource(l, s.now()), s.baseURL+"/links/"+l.Code)
+	writeJSON(w, http.StatusCreated, h.svc.resource(l, h.svc.now()), h.svc.baseURL+"/links/"+l.Code)
 }
 
-func (s *Service) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
+// serveList answers GET /links.
+func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
 	q, err := queryOf(r)
 	if err != nil {
 		problem.Write(w, http.StatusBadRequest, "the query string cannot be parsed")
@@ -193,15 +183,15 @@ func (s *Service) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
 			return
 		}
 	}
-	links, next, err := s.List(r.Context(), c.ID, after, limit)
+	links, next, err := h.svc.List(r.Context(), c.ID, after, limit)
 	if err != nil {
-		s.writeLinkError(w, r, err)
+		h.writeLinkError(w, r, err)
 		return
 	}
 	out := linkList{Links: make([]linkResource, len(links))}
-	now := s.now()
+	now := h.svc.now()
 	for i, l := range links {
-		out.Links[i] = s.resource(l, now)
+		out.Links[i] = h.svc.resource(l, now)
 	}
 	if !next.IsZero() {
 		cur := encodeCursor(next)
@@ -210,12 +200,13 @@ func (s *Service) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
 	writeJSON(w, http.StatusOK, out, "")
 }
 
-func (s *Service) serveDelete(w http.ResponseWriter, r *http.Request, code string, c Caller) {
+// serveDelete answers DELETE /links/{code}.
+func (h *Handler) serveDelete(w http.ResponseWriter, r *http.Request, c Caller) {
 	if !noQuery(w, r) {
 		return
 	}
-	if err := s.Delete(r.Context(), code, c); err != nil {
-		s.writeLinkError(w, r, err)
+	if err := h.svc.Delete(r.Context(), r.PathValue("code"), c); err != nil {
+		h.writeLinkError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

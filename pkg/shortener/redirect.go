@@ -1,0 +1,80 @@
+package shortener
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+)
+
+// redirectCacheControl is sent with every redirect. A 302 may be cached
+// when it carries freshness information, so we say explicitly: no shared
+// cache (CDN, corporate proxy) may keep it, since a link may be owner-scoped
+// or taken down later, and browsers must revalidate on every use so that a
+// takedown applies at once. Revalidation costs one fast lookup.
+const redirectCacheControl = "private, max-age=0"
+
+const detailNotFound = "no link has this short code"
+
+// serveRedirect answers GET /{code}. Malformed codes (a slash, a reserved
+// word, the wrong alphabet or length) are a 404 without a store lookup.
+func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
+	code := r.PathValue("code")
+	l, err := h.svc.visit(r.Context(), code, r.Method != http.MethodHead)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrNotFound):
+			problem.Write(w, http.StatusNotFound, detailNotFound)
+		case errors.Is(err, ErrGone):
+			writeGone(w, r)
+		default:
+			h.svc.log.ErrorContext(r.Context(), "shortener: resolve link", "code", code, "err", err)
+			problem.Write(w, http.StatusServiceUnavailable, "the link store is unavailable; try again later")
+		}
+		return
+	}
+	// One allocation for both header values; the values are set directly
+	// (not with Header.Set and not with http.Redirect) so that Location is
+	// the stored URL byte for byte.
+	vals := &[2]string{l.URL, redirectCacheControl}
+	hdr := w.Header()
+	hdr["Location"] = vals[0:1:1]
+	hdr["Cache-Control"] = vals[1:2:2]
+	w.WriteHeader(http.StatusFound)
+}
+
+const detailGone = "this link has expired or reached its maximum number of visits"
+
+// goneHTML is the 410 page for browsers.
+const goneHTML = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Link gone</title></head>
+<body style="font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;line-height:1.5">
+<h1>This link is gone</h1><p>It has expired or reached its maximum number of visits.</p></body></html>
+`
+
+// writeGone answers 410: an HTML page for browsers, problem+json for API
+// clients.
+func writeGone(w http.ResponseWriter, r *http.Request) {
+	if !acceptsHTML(r.Header.Get("Accept")) {
+		problem.Write(w, http.StatusGone, detailGone)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Length", strconv.Itoa(len(goneHTML)))
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.WriteHeader(http.StatusGone)
+	_, _ = io.WriteString(w, goneHTML)
+}
+
+// acceptsHTML reports whether an Accept header asks for HTML (browsers
+// navigating), as opposed to API clients.
+func acceptsHTML(accept string) bool {
+	return accept != "" && mediaQuality(accept, "text/html") > 0 &&
+		mediaQuality(accept, "text/html") >= mediaQuality(accept, "application/json")
+}

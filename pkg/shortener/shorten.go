@@ -1,0 +1,150 @@
+package shortener
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+)
+
+// MaxBodyBytes is the largest accepted POST /shorten body.
+const MaxBodyBytes = 16 << 10
+
+// shortenResponse is the answer of POST /shorten: the specification's
+// members, and the optional ones when they were given.
+type shortenResponse struct {
+	ShortCode string     `json:"short_code"`
+	ShortURL  string     `json:"short_url"`
+	URL       string     `json:"url"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	MaxVisits *int64     `json:"max_visits,omitempty"`
+}
+
+// readJSONBody checks the content type and size of a JSON request and
+// reads it. It answers the error itself and returns ok false.
+func readJSONBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		problem.Write(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+		return nil, false
+	}
+	if r.ContentLength > MaxBodyBytes {
+		problem.Write(w, http.StatusRequestEntityTooLarge, "request body is larger than 16 KiB")
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			problem.Write(w, http.StatusRequestEntityTooLarge, "request body is larger than 16 KiB")
+			return nil, false
+		}
+		problem.Write(w, http.StatusBadRequest, "could not read the request body")
+		return nil, false
+	}
+	if !utf8.Valid(body) {
+		problem.Write(w, http.StatusBadRequest, "request body is not valid UTF-8")
+		return nil, false
+	}
+	return body, true
+}
+
+// serveShorten answers POST /shorten.
+func (h *Handler) serveShorten(w http.ResponseWriter, r *http.Request) {
+	body, ok := readJSONBody(w, r)
+	if !ok {
+		return
+	}
+	in, detail := parseLinkBody(body, false)
+	if detail != "" {
+		problem.Write(w, http.StatusBadRequest, detail)
+		return
+	}
+	owner := ""
+	if h.owner != nil {
+		owner = h.owner(r)
+	}
+	l, ok := h.create(w, r, in, owner)
+	if !ok {
+		return
+	}
+	resp := shortenResponse{ShortCode: l.Code, ShortURL: h.svc.ShortURL(l.Code), URL: l.URL}
+	if !l.ExpiresAt.IsZero() {
+		resp.ExpiresAt = &l.ExpiresAt
+	}
+	if l.MaxVisits > 0 {
+		resp.MaxVisits = &l.MaxVisits
+	}
+	writeJSON(w, http.StatusCreated, resp, resp.ShortURL)
+}
+
+// create makes the link of a parsed body and answers the errors itself.
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, in linkBody, owner string) (Link, bool) {
+	l, err := h.svc.Create(r.Context(), NewLink{URL: in.URL, Code: in.Code, ExpiresAt: in.ExpiresAt, MaxVisits: in.MaxVisits, Owner: owner})
+	if err == nil {
+		return l, true
+	}
+	if e, ok := errors.AsType[*InvalidURLError](err); ok {
+		problem.Write(w, http.StatusBadRequest, "invalid url: "+e.Reason)
+		return Link{}, false
+	}
+	if e, ok := errors.AsType[*InputError](err); ok {
+		problem.Write(w, http.StatusBadRequest, "invalid "+e.Field+": "+e.Reason)
+		return Link{}, false
+	}
+	if errors.Is(err, ErrConflict) {
+		problem.Write(w, http.StatusConflict, "the short code is already in use; choose another")
+		return Link{}, false
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away; the answer is lost anyway.
+		h.svc.log.InfoContext(r.Context(), "shortener: create canceled by the client", "err", err)
+	} else {
+		h.svc.log.ErrorContext(r.Context(), "shortener: create link", "err", err)
+	}
+	problem.Write(w, http.StatusInternalServerError, "the link could not be stored; try again later")
+	return Link{}, false
+}
+
+// writeJSON answers v as JSON (URLs unescaped), not cacheable, with a
+// Location when location is not empty.
+func writeJSON(w http.ResponseWriter, status int, v any, location string) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep "&" in URLs readable
+	_ = enc.Encode(v)
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
+	hdr.Set("Cache-Control", "no-store")
+	if location != "" {
+		hdr["Location"] = []string{location}
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// isJSON accepts "application/json" with, at most, a charset parameter equal
+// to utf-8 (JSON is UTF-8 by definition, RFC 8259).
+func isJSON(ct string) bool {
+	if ct == "" {
+		return false
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return false
+		}
+	}
+	return true
+}
