@@ -23,7 +23,7 @@ type HandlerOptions struct {
 	// (Route.Identity in Routes: POST /shorten and everything under
 	// /links): it answers 401/403 itself or calls next with the identity
 	// in the request (for Owner and Roles to read). With pkg/idp
-	// in-process: plugin.Require(guards...). The handler applies it to the
+	// in-process: see package idpauth. The handler applies it to the
 	// routes it marks, so renaming a route cannot lose the protection.
 	// [nil: every route is served without one, as behind idp-proxy, which
 	// judges requests before they arrive]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/idpauth"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
 )
 
@@ -57,14 +58,7 @@ func app(t *testing.T, pl *idp.Plugin) (*httptest.Server, *shortener.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{
-		Owner: func(r *http.Request) string {
-			if u, ok := idp.UserFrom(r.Context()); ok {
-				return u.Sub
-			}
-			return ""
-		},
-	})
+	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{Owner: idpauth.Owner})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/idpauth"
 )
 
 // newHandlers returns the API handler (with /metrics unless metrics have
@@ -24,34 +25,7 @@ func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slo
 func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
 	var hopts shortener.HandlerOptions
 	if plugin != nil {
-		var guards []idp.Guard
-		if len(cfg.IDPCreateRoles) > 0 {
-			guards = append(guards, idp.RequireRoles(idp.MatchAny, cfg.IDPCreateRoles...))
-		}
-		requireCreate, requireToken := plugin.Require(guards...), plugin.Require()
-		// The handler applies it to the routes that need an identity.
-		hopts.Authenticate = func(next http.Handler) http.Handler {
-			create, other := requireCreate(next), requireToken(next)
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodPost {
-					create.ServeHTTP(w, r)
-					return
-				}
-				other.ServeHTTP(w, r)
-			})
-		}
-		hopts.Owner = func(r *http.Request) string {
-			if u, ok := idp.UserFrom(r.Context()); ok {
-				return u.Sub
-			}
-			return ""
-		}
-		hopts.Roles = func(r *http.Request) []string {
-			if u, ok := idp.UserFrom(r.Context()); ok {
-				return u.RealmRoles
-			}
-			return nil
-		}
+		hopts = idpauth.HandlerOptions(plugin, cfg.IDPCreateRoles...)
 	} else if cfg.TrustIdentity {
 		hopts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
 		hopts.Roles = shortener.RolesFromHeader(cfg.RolesHeader)
