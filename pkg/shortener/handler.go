@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -56,9 +57,7 @@ type HandlerOptions struct {
 // NewHandler.
 type Handler struct {
 	svc           *Service
-	mux           *http.ServeMux
-	routes        []Route
-	names         map[string]string // path pattern → Route.Name
+	dispatch      dispatch
 	owner         func(*http.Request) string
 	roles         func(*http.Request) []string
 	adminRoles    []string
@@ -74,7 +73,7 @@ type Handler struct {
 // CrossOriginProtection.
 func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 	if svc == nil {
-		return nil, fmt.Errorf("shortener: nil service")
+		return nil, errors.New("shortener: nil service")
 	}
 	h := &Handler{
 		svc:           svc,
@@ -94,36 +93,30 @@ func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 	if h.healthTimeout <= 0 {
 		h.healthTimeout = 2 * time.Second
 	}
-	h.mux, h.routes, h.names = h.build(h.table(), o.Authenticate)
+	h.dispatch = h.build(h.table(), o.Authenticate)
 	return h, nil
 }
 
 // ServeHTTP serves the routes of Routes; every other path is a 404 and
 // every other method a 405, both problem+json.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// No route has an empty segment or one starting with a dot: answer
-	// such paths here, where http.ServeMux would redirect them to their
-	// cleaned form (a 307 from "//abc" or "/x/../abc" to "/abc").
-	if p := r.URL.Path; strings.Contains(p, "//") || strings.Contains(p, "/.") {
-		notFound(w, r)
-		return
-	}
-	h.mux.ServeHTTP(w, r)
+	h.dispatch.serve(w, r)
 }
 
 // Routes lists the routes the handler serves: the specification's three,
 // the /links API, the OpenAPI document and, with HandlerOptions.Page, the
 // page and its assets.
 func (h *Handler) Routes() []Route {
-	return slices.Clone(h.routes)
+	return slices.Clone(h.dispatch.routes)
 }
 
 // RouteName returns the Route.Name of the route that served r, once
-// ServeHTTP has returned: http.ServeMux records the matched pattern in
-// r.Pattern. It returns "" for a request that matched no route (a 404).
-// Metrics use it as a label of bounded cardinality.
+// ServeHTTP has returned: ServeHTTP records the matched pattern in
+// r.Pattern, as http.ServeMux does. It returns "" for a request that
+// matched no route (a 404). Metrics use it as a label of bounded
+// cardinality.
 func (h *Handler) RouteName(r *http.Request) string {
-	return h.names[r.Pattern]
+	return h.dispatch.names[r.Pattern]
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

@@ -21,7 +21,9 @@ const detailNotFound = "no link has this short code"
 // serveRedirect answers GET /{code}. Malformed codes (a slash, a reserved
 // word, the wrong alphabet or length) are a 404 without a store lookup.
 func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
-	code := r.PathValue("code")
+	// The path is "/" and the code, unescaped (r.PathValue is not set when
+	// dispatch.serve answers without the mux).
+	code := r.URL.Path[1:]
 	l, err := h.svc.visit(r.Context(), code, r.Method != http.MethodHead)
 	if err != nil {
 		switch {

@@ -51,18 +51,28 @@ func (h *Handler) table() []route {
 	return append(rows, route{Route: Route{Method: get, Pattern: "/{code}", Name: "redirect"}, serve: h.serveRedirect})
 }
 
+// dispatch is what the table builds: an http.ServeMux of every route,
+// and for paths of one segment (every redirect) the same choice without
+// the mux, whose matching costs about 2,000 instructions and an
+// allocation per request (bench/README.md, "Shortener routing").
+type dispatch struct {
+	mux *http.ServeMux
+	// segment holds the routes of one literal segment ("/health"); code
+	// the route of a one-segment wildcard ("/{code}"), which the mux
+	// gives every other one-segment path.
+	segment []*methods
+	code    *methods
+	routes  []Route
+	names   map[string]string // pattern → Route.Name
+}
+
 // build registers the rows on an http.ServeMux, one pattern per path
 // (without a method, so that a wrong method reaches methods and is
-// answered as problem+json, before any authentication), and returns the
-// mux, the routes and their names by pattern.
-func (h *Handler) build(rows []route, authenticate func(http.Handler) http.Handler) (*http.ServeMux, []Route, map[string]string) {
-	mux := http.NewServeMux()
-	var (
-		routes    []Route
-		names     = map[string]string{}
-		paths     []*methods
-		byPattern = map[string]*methods{}
-	)
+// answered as problem+json, before any authentication).
+func (h *Handler) build(rows []route, authenticate func(http.Handler) http.Handler) dispatch {
+	d := dispatch{mux: http.NewServeMux(), names: map[string]string{}}
+	var paths []*methods
+	byPattern := map[string]*methods{}
 	cop := http.NewCrossOriginProtection()
 	for _, row := range rows {
 		var serve http.Handler = row.serve
@@ -77,19 +87,70 @@ func (h *Handler) build(rows []route, authenticate func(http.Handler) http.Handl
 			m = &methods{pattern: row.Pattern}
 			byPattern[row.Pattern] = m
 			paths = append(paths, m)
-			names[row.Pattern] = row.Name
+			d.names[row.Pattern] = row.Name
 		}
 		m.methods = append(m.methods, row.Method)
 		m.handlers = append(m.handlers, serve)
-		routes = append(routes, row.Route)
+		d.routes = append(d.routes, row.Route)
 	}
 	for _, m := range paths {
 		m.allow = allowHeader(m.methods)
-		mux.Handle(m.pattern, m)
+		d.mux.Handle(m.pattern, m)
+		if seg, ok := oneSegment(m.pattern); ok {
+			if strings.HasPrefix(seg, "{") {
+				d.code = m
+			} else {
+				d.segment = append(d.segment, m)
+			}
+		}
 	}
 	// Everything else, including trailing slashes and extra segments.
-	mux.HandleFunc("/", notFound)
-	return mux, routes, names
+	d.mux.HandleFunc("/", notFound)
+	return d
+}
+
+// oneSegment returns the segment of a pattern of one non-empty segment.
+func oneSegment(pattern string) (string, bool) {
+	seg := pattern[1:]
+	return seg, seg != "" && seg != "{$}" && !strings.Contains(seg, "/")
+}
+
+// serve answers r: a path of one segment from d.segment or d.code, as
+// the mux would and recording the pattern as it does; any other path
+// through the mux.
+func (d *dispatch) serve(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	if len(p) > 1 && p[0] == '/' && p[1] != '.' && d.code != nil && strings.IndexByte(p[1:], '/') < 0 {
+		m := d.code
+		for _, s := range d.segment { // a handful: cheaper than a map
+			if s.pattern == p {
+				m = s
+				break
+			}
+		}
+		r.Pattern = m.pattern
+		m.ServeHTTP(w, r)
+		return
+	}
+	// No route has an empty segment or one that starts with a dot: answer
+	// such paths here, where the mux would redirect them to their cleaned
+	// form (a 307 from "//abc" or "/x/../abc" to "/abc").
+	if uncleanPath(p) {
+		notFound(w, r)
+		return
+	}
+	d.mux.ServeHTTP(w, r)
+}
+
+// uncleanPath reports whether p has an empty segment or one that starts
+// with a dot.
+func uncleanPath(p string) bool {
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] == '/' && (p[i+1] == '/' || p[i+1] == '.') {
+			return true
+		}
+	}
+	return false
 }
 
 // methods serves one path: the handler of the request's method (HEAD is
