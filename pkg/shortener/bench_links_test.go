@@ -26,7 +26,7 @@ import (
 // cmd/shortener runs it (redirect cache on, visits counted in memory and
 // written every second; the cache is warmed first), against a
 // constant-302 handler measured just before each store in the same run
-// (DESIGN §7 and issue 15: ≥ 0.9):
+// (DESIGN §7: ≥ 0.9):
 //
 //	go test -run '^$' -bench RedirectHTTP -benchtime 5s ./pkg/shortener/
 //
@@ -104,7 +104,7 @@ func loadHTTP(b *testing.B, h http.Handler, paths []string) {
 
 // BenchmarkList1M lists the 1,000 links of one owner among 1,000,000 links
 // (1,000 owners with 1,000 links each) through GET /links, in one page of
-// 1,000 and in ten pages of 100, and reports the p99 latency (issue 15:
+// 1,000 and in ten pages of 100, and reports the p99 latency (target:
 // under 10 ms). Loading takes a while (bbolt about 30 s, PostgreSQL less).
 //
 //	go test -run '^$' -bench List1M -benchtime 200x ./pkg/shortener/
