@@ -91,6 +91,8 @@ type RouteConfig struct {
 
 // HeadersConfig names the identity headers sent upstream. An empty name
 // disables that header (the client's copies are stripped all the same).
+// Values arrive exactly as verified: one HTTP would alter is sent as an
+// RFC 2047 encoded-word (see the README, "Upstream headers").
 type HeadersConfig struct {
 	// ForwardToken sends the verified raw token upstream as
 	// Authorization: Bearer; when false, Authorization is never forwarded.

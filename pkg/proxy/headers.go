@@ -178,29 +178,58 @@ func bearerValue(in http.Header, raw string) []string {
 	return nil
 }
 
-// headerValue returns v when it is printable ASCII, and otherwise its RFC
-// 2047 encoded-word "=?UTF-8?B?<base64>?=" (mime.WordDecoder decodes it):
-// CR, LF, NUL, other control characters and non-ASCII letters can never
-// reach the upstream raw. A printable value that itself starts with "=?"
-// is encoded too, so that decoding is never ambiguous.
+// headerValue returns v as an identity header carries it: v itself when
+// HTTP delivers it byte for byte, else its RFC 2047 encoded-word
+// "=?UTF-8?B?<base64>?=" (see needsEncoding). The upstream decodes a value
+// that starts with "=?" whole (mime.WordDecoder's Decode, or DecodeHeader:
+// both read every value the same) and takes any other as it is, so it
+// gets exactly the verified value; nothing is trimmed, dropped or
+// rewritten on the way.
 func headerValue(v string) string {
 	if needsEncoding(v) {
-		return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+		return encodedWord(v)
 	}
 	return v
 }
 
+func encodedWord(v string) string {
+	return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+// needsEncoding reports whether v could reach the upstream as another
+// value, sent raw:
+//   - SP or HTAB first or last: HTTP trims a field value (RFC 9110 §5.5),
+//     so " alice" would arrive as "alice";
+//   - a control character (CR and LF: header injection and obs-fold; NUL;
+//     HTAB anywhere) or DEL: refused or rewritten by servers;
+//   - a byte of 0x80 or more: read as Latin-1 (obs-text) or refused;
+//   - "=?" anywhere: mime.WordDecoder.DecodeHeader decodes encoded-words
+//     inside a value ("x =?UTF-8?B?YWRtaW4=?=" reads "x admin"), and a
+//     value starting with "=?" would read as encoded.
+//
+// The identity memo (identityValues) calls it once per verified user, never
+// per request.
 func needsEncoding(v string) bool {
+	if v == "" {
+		return false
+	}
+	if c := v[0]; c == ' ' || c == '\t' {
+		return true
+	}
+	if c := v[len(v)-1]; c == ' ' || c == '\t' {
+		return true
+	}
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; c < 0x20 || c >= 0x7f {
 			return true
 		}
 	}
-	return strings.HasPrefix(v, "=?")
+	return strings.Contains(v, "=?")
 }
 
-// joinRoles joins roles with ","; a role holding a comma (or needing
-// encoding) is sent encoded, so that splitting on "," is always right.
+// joinRoles joins roles with ","; each role is sent as roleValue makes it,
+// so that splitting on "," and decoding each element gives the roles back
+// exactly.
 func joinRoles(roles []string) string {
 	if len(roles) == 1 {
 		return roleValue(roles[0])
@@ -220,11 +249,16 @@ func joinRoles(roles []string) string {
 	return b.String()
 }
 
+// roleValue is one element of the roles list: encoded when headerValue
+// would encode it, and also when a list parser would change it: a comma
+// (it would split), a double quote (a quoted-string aware parser would
+// join it with its neighbours, RFC 9110 §5.6.4), or an empty role (list
+// parsers drop empty elements, RFC 9110 §5.6.1).
 func roleValue(r string) string {
-	if strings.IndexByte(r, ',') >= 0 && !needsEncoding(r) {
-		return "=?UTF-8?B?" + base64.StdEncoding.EncodeToString([]byte(r)) + "?="
+	if r == "" || strings.ContainsAny(r, ",\"") || needsEncoding(r) {
+		return encodedWord(r)
 	}
-	return headerValue(r)
+	return r
 }
 
 // validate checks the header names.
