@@ -2,6 +2,7 @@ package idp
 
 import (
 	"crypto/sha256"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,8 +144,25 @@ func (c *tokenCache) put(k cacheKey, id *Identity, exp, now time.Time, gen uint6
 	if len(s.entries) >= c.perShard {
 		s.evictLocked(now.UnixNano(), c.perShard/16+1)
 	}
-	s.entries[k.sum] = cacheEntry{payload: id.Payload.Raw, exp: exp.UnixNano()}
-	c.hot.put(k.hot, id, exp.UnixNano(), gen)
+	expNanos := unixNanos(exp)
+	s.entries[k.sum] = cacheEntry{payload: id.Payload.Raw, exp: expNanos}
+	c.hot.put(k.hot, id, expNanos, gen)
+}
+
+// unixNanos is t.UnixNano(), saturated: a token's exp may lie past 2262,
+// where t.UnixNano() is undefined (it wraps: a token valid until the year
+// 3000 read as expired in the cache and was verified again on every
+// request). Past the range it is math.MaxInt64, which no clock reading in
+// nanoseconds reaches; before it math.MinInt64, which every one is past.
+func unixNanos(t time.Time) int64 {
+	const maxSec, maxNsec = math.MaxInt64 / int64(time.Second), math.MaxInt64 % int64(time.Second)
+	switch s := t.Unix(); {
+	case s > maxSec || s == maxSec && int64(t.Nanosecond()) > maxNsec:
+		return math.MaxInt64
+	case s < -maxSec:
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }
 
 // evictLocked frees room for n entries: expired entries first, then

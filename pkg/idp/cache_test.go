@@ -1,6 +1,7 @@
 package idp
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -44,5 +45,27 @@ func TestTokenCacheEntries(t *testing.T) {
 	}
 	if small := newTokenCache(3); small.nShards*small.perShard > 3 {
 		t.Fatalf("tiny cache: %d shards × %d entries exceeds 3", small.nShards, small.perShard)
+	}
+}
+
+// unixNanos is UnixNano where that is defined and saturates outside, so a
+// cache exp is never earlier than the token's and never wraps.
+func TestUnixNanosSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		t    time.Time
+		want int64
+	}{
+		{time.Unix(1795443825, 5), 1795443825_000_000_005},
+		{time.Unix(0, math.MaxInt64), math.MaxInt64},
+		{time.Unix(0, math.MaxInt64).Add(time.Nanosecond), math.MaxInt64},
+		{time.Unix(0, math.MaxInt64).Add(-time.Nanosecond), math.MaxInt64 - 1},
+		{time.Unix(32503680000, 0), math.MaxInt64}, // the year 3000
+		{time.Unix(1<<53, 0), math.MaxInt64},
+		{time.Unix(0, math.MinInt64), math.MinInt64},
+		{time.Unix(-1<<53, 0), math.MinInt64},
+	} {
+		if got := unixNanos(tc.t); got != tc.want {
+			t.Errorf("unixNanos(%v) = %d, want %d", tc.t, got, tc.want)
+		}
 	}
 }

@@ -15,6 +15,8 @@ type Access = token.Access
 // TokenPayload holds the verified claims of an access token: the registered
 // claims, Keycloak's claims, and the whole payload as raw JSON. It is shared
 // between requests that present the same token: treat it as read-only.
+// A date beyond ±2^53 seconds from 1970 (about 285 million years) reads as
+// that bound.
 type TokenPayload struct {
 	Issuer    string
 	Subject   string

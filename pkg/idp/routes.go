@@ -83,6 +83,9 @@ func (p *Plugin) newRoutes() http.Handler {
 			ClientID:             p.cfg.ClientID,
 			SupportedSigningAlgs: p.cfg.Algorithms,
 			Now:                  p.cfg.Now,
+			// exp and nbf are verifyIDToken's (checkTimes), read without
+			// go-oidc's int64 overflow and with Config.Leeway.
+			SkipExpiryCheck: true,
 		}),
 		httpsRedirect: redirect.Scheme == "https",
 		cookiePath:    p.cfg.AuthPrefix,

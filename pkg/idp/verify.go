@@ -119,7 +119,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.checkTimes(c, now); err != nil {
+	if err := p.checkTimes(c, now, tokenTimes{needExp: true}); err != nil {
 		return nil, err
 	}
 	if err := p.checkClaims(c, t.IsATJWT()); err != nil {
@@ -154,24 +154,6 @@ func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *toke
 		return snap, invalid("invalid signature", err)
 	}
 	return snap, nil
-}
-
-// checkTimes applies exp (required), nbf and iat with the leeway.
-func (p *Plugin) checkTimes(c *token.Claims, now time.Time) error {
-	leeway := p.cfg.Leeway
-	if !c.HasExp {
-		return invalid("missing required claim exp", nil)
-	}
-	if now.After(token.NumericTime(c.Exp).Add(leeway)) {
-		return invalid("token expired", nil)
-	}
-	if c.HasNbf && now.Before(token.NumericTime(c.Nbf).Add(-leeway)) {
-		return invalid("token not yet valid", nil)
-	}
-	if c.HasIat && now.Before(token.NumericTime(c.Iat).Add(-leeway)) {
-		return invalid("token not yet valid (issued in the future)", nil)
-	}
-	return nil
 }
 
 // checkClaims applies the rules on the issuer, the token type and the

@@ -22,7 +22,7 @@ type Access struct {
 type Claims struct {
 	Issuer, Subject, ID string
 	Audience            []string
-	Exp, Nbf, Iat       float64 // NumericDate values; see HasExp, HasNbf, HasIat
+	Exp, Nbf, Iat       float64 // NumericDates, never NaN (±Inf past float64's range): see NumericTime
 	HasExp, HasNbf      bool
 	HasIat              bool
 
@@ -236,7 +236,25 @@ func resourceAccess(in *Interner, v []byte) map[string]Access {
 	return out
 }
 
+// MaxNumericDate bounds the times NumericTime returns, in seconds either
+// side of 1970: 2^53, the largest range in which a float64 holds every
+// whole second (about 285 million years).
+const MaxNumericDate = 1 << 53
+
+// NumericTime converts a NumericDate (RFC 7519 §2: seconds since 1970, of
+// any sign and size, possibly fractional, as DecodeClaims reads it) to a
+// time, exactly to the nanosecond below within ±MaxNumericDate; a value
+// beyond, ±Inf included, reads as the bound. So a date compares with any
+// real now as the number itself does (an nbf of 1e19 is the future, not
+// an overflow into the far past), and no later conversion of the time to
+// seconds overflows. f must not be NaN; DecodeClaims never returns one.
 func NumericTime(f float64) time.Time {
+	switch {
+	case f >= MaxNumericDate:
+		return time.Unix(MaxNumericDate, 0)
+	case f <= -MaxNumericDate:
+		return time.Unix(-MaxNumericDate, 0)
+	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9))
 }

@@ -339,11 +339,16 @@ func jsonStrings(in *Interner, v []byte) (out []string, ok bool) {
 }
 
 // jsonNumber decodes v as a JSON number; ok is false for any other value
-// (a numeric string included: exp, nbf and iat must be numbers).
+// (a numeric string included: exp, nbf and iat must be numbers). A number
+// beyond float64's range (1e400) is still a number: it reads as ±Inf,
+// which NumericTime takes as its bound; f is never NaN.
 func jsonNumber(v []byte) (f float64, ok bool) {
 	if len(v) == 0 || !(v[0] == '-' || '0' <= v[0] && v[0] <= '9') {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
-	return f, err == nil
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
 }
