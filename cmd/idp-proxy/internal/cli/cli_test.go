@@ -133,6 +133,14 @@ func TestVerify(t *testing.T) {
 		t.Error("verify printed the token")
 	}
 
+	// A token valid past the year 9999 (exp 1e30): valid, and printed.
+	far := idpSrv.UserClaims("shortener", "alice")
+	far["exp"] = json.Number("1e30")
+	out, _, err = run(t, deps{}, "-c", cfg, "verify", idpSrv.Mint(far))
+	if err != nil || !strings.Contains(out, `"decision": "valid"`) || !strings.Contains(out, `"exp": 1e30`) {
+		t.Errorf("exp 1e30: %v %s", err, out)
+	}
+
 	// From stdin, with a Bearer prefix.
 	out, _, err = run(t, deps{stdin: strings.NewReader("Bearer " + good + "\n")}, "-c", cfg, "verify", "-")
 	if err != nil || !strings.Contains(out, `"decision": "valid"`) {

@@ -41,7 +41,9 @@ type userJSON struct {
 	RealmRoles        []string            `json:"realm_roles"`
 	ClientRoles       map[string][]string `json:"client_roles,omitempty"`
 	Scopes            []string            `json:"scopes,omitempty"`
-	ExpiresAt         time.Time           `json:"expires_at"`
+	// ExpiresAt is left out past the year 9999, which RFC 3339 (and
+	// time.Time's MarshalJSON) cannot write; claims.exp holds the number.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 func newVerifyCmd(d deps, g *globalFlags, load loadFunc) *cobra.Command {
@@ -174,7 +176,9 @@ func userOf(tp *idp.TokenPayload) userJSON {
 		PreferredUsername: tp.PreferredUsername,
 		Email:             tp.Email,
 		RealmRoles:        tp.RealmAccess.Roles,
-		ExpiresAt:         tp.ExpiresAt.UTC(),
+	}
+	if exp := tp.ExpiresAt.UTC(); exp.Year() <= 9999 {
+		u.ExpiresAt = &exp
 	}
 	if u.RealmRoles == nil {
 		u.RealmRoles = []string{}
