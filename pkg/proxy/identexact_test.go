@@ -2,11 +2,16 @@ package proxy
 
 import (
 	"bufio"
+	"encoding/json"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
 )
 
 // decodeIdentity reads an identity header value as the README tells an
@@ -213,4 +218,61 @@ func overTheWire(t *testing.T, v string) string {
 		t.Fatalf("value %q: %d header lines arrived: %q", v, len(vs), vs)
 	}
 	return vs[0]
+}
+
+// Behind the proxy, the shortener that trusts its headers cannot take a
+// sub " user-alice" for user-alice, nor a role " admin" for admin: they
+// arrive encoded, so neither reads another user's link.
+func TestShortenerIdentityNotConfused(t *testing.T) {
+	idpSrv := newProvider(t)
+	store := memstore.New()
+	t.Cleanup(func() { _ = store.Close() })
+	svc, err := shortener.New(store, shortener.Options{BaseURL: "https://sho.rt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := shortener.NewHandler(svc, shortener.HandlerOptions{
+		Owner:      shortener.OwnerFromHeader(DefaultUserHeader),
+		Roles:      shortener.RolesFromHeader(DefaultRolesHeader),
+		AdminRoles: []string{"admin"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := httptest.NewServer(h)
+	t.Cleanup(upstream.Close)
+	_, px := startProxy(t, testConfig(idpSrv, upstream.URL), Options{}, true)
+	token := func(sub string, roles ...string) string {
+		c := idpSrv.UserClaims("shortener", "x", roles...)
+		c["sub"] = sub
+		return idpSrv.Mint(c)
+	}
+	resp, body := do(t, "POST", px.URL+"/shorten", token("user-alice", "creator"),
+		map[string]string{"Content-Type": "application/json"}, `{"url":"https://example.com/private"}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	var link struct {
+		ShortCode string `json:"short_code"`
+	}
+	if err := json.Unmarshal([]byte(body), &link); err != nil {
+		t.Fatal(err)
+	}
+	for name, tok := range map[string]string{
+		"the owner":             token("user-alice"),
+		"admin":                 token("user-bob", "admin"),
+		"sub \" user-alice\"":   token(" user-alice"),
+		"sub \"user-alice\\t\"": token("user-alice\t"),
+		"role \" admin\"":       token("user-mallory", " admin"),
+		"role \"admin \"":       token("user-mallory", "admin "),
+	} {
+		resp, _ := do(t, "GET", px.URL+"/links/"+link.ShortCode, tok, nil, "")
+		want := http.StatusNotFound
+		if name == "the owner" || name == "admin" {
+			want = http.StatusOK
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%s reads alice's link: %d, want %d", name, resp.StatusCode, want)
+		}
+	}
 }
