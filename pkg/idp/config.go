@@ -47,11 +47,22 @@ var supportedAlgorithms = map[string]bool{
 // one for one; the zero value of every optional field selects the default
 // given in brackets.
 type Config struct {
-	// ServerURL is the provider's base URL without trailing slash, e.g.
-	// "https://sso.example.com". Required.
+	// IssuerURL is the issuer of any OpenID Connect provider, exactly as
+	// its discovery document and its tokens spell it (byte for byte,
+	// trailing slash included), e.g. "https://example.okta.com" or
+	// "https://login.microsoftonline.com/<tenant>/v2.0". Every endpoint
+	// (authorization, token, end-session, revocation, JWKS) comes from
+	// {IssuerURL}/.well-known/openid-configuration; none is guessed. When
+	// set, ServerURL and Realm must be empty. [none: ServerURL and Realm]
+	IssuerURL string
+	// ServerURL is the Keycloak server's base URL without trailing slash,
+	// e.g. "https://sso.example.com". Required with Realm unless
+	// IssuerURL is set (the Keycloak shorthand).
 	ServerURL string
-	// Realm is the realm name. Required. The issuer is
-	// ServerURL + "/realms/" + Realm.
+	// Realm is the Keycloak realm name. Required with ServerURL unless
+	// IssuerURL is set. The issuer is ServerURL + "/realms/" + Realm, and
+	// endpoints the discovery document omits fall back to Keycloak's
+	// paths under it.
 	Realm string
 	// ClientID is this application's OIDC client ID. Required.
 	ClientID string
@@ -142,9 +153,23 @@ type Config struct {
 	Session *SessionConfig
 }
 
-// Issuer returns the realm's issuer URL, ServerURL + "/realms/" + Realm.
+// Issuer returns the issuer URL tokens must carry: IssuerURL when set,
+// else the realm's, ServerURL + "/realms/" + Realm.
 func (c Config) Issuer() string {
+	if c.IssuerURL != "" {
+		return c.IssuerURL
+	}
 	return strings.TrimRight(c.ServerURL, "/") + "/realms/" + url.PathEscape(c.Realm)
+}
+
+// challengeRealm is the realm of WWW-Authenticate challenges (RFC 6750
+// §3): the Keycloak realm's name, or with IssuerURL the issuer itself,
+// which names the provider a client must get its token from.
+func (c Config) challengeRealm() string {
+	if c.IssuerURL != "" {
+		return c.IssuerURL
+	}
+	return c.Realm
 }
 
 // withDefaults returns c with every zero optional field set to its default.
@@ -221,18 +246,18 @@ func (c Config) validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
 	}
-	if c.ServerURL == "" {
-		bad("server_url is required")
-	} else if err := checkHTTPURL(c.ServerURL); err != nil {
-		bad("server_url: %v", err)
-	} else if base, realm, ok := strings.Cut(c.ServerURL, "/realms/"); ok {
-		bad("server_url %q already names a realm: set server_url to %q and realm to %q (the issuer is server_url/realms/realm)",
-			c.ServerURL, base, strings.Trim(realm, "/"))
-	}
-	if c.Realm == "" {
-		bad("realm is required")
-	} else if strings.ContainsAny(c.Realm, "/?#") || strings.TrimSpace(c.Realm) != c.Realm {
-		bad("realm %q: must not contain '/', '?', '#' or surrounding spaces", c.Realm)
+	switch {
+	case c.IssuerURL != "":
+		if c.ServerURL != "" || c.Realm != "" {
+			bad("issuer_url excludes server_url and realm: set issuer_url (any OpenID Connect provider) or server_url and realm (a Keycloak realm), not both")
+		}
+		if err := checkIssuerURL(c.IssuerURL); err != nil {
+			bad("issuer_url: %v", err)
+		}
+	case c.ServerURL == "" && c.Realm == "":
+		bad("server_url is required with realm (a Keycloak realm), or issuer_url (any OpenID Connect provider)")
+	default:
+		c.checkRealmForm(bad)
 	}
 	if c.ClientID == "" {
 		bad("client_id is required")
@@ -290,6 +315,41 @@ func (c Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkRealmForm reports the problems of the Keycloak shorthand,
+// server_url and realm.
+func (c Config) checkRealmForm(bad func(format string, args ...any)) {
+	if c.ServerURL == "" {
+		bad("server_url is required")
+	} else if err := checkHTTPURL(c.ServerURL); err != nil {
+		bad("server_url: %v", err)
+	} else if base, realm, ok := strings.Cut(c.ServerURL, "/realms/"); ok {
+		bad("server_url %q already names a realm: set server_url to %q and realm to %q (the issuer is server_url/realms/realm)",
+			c.ServerURL, base, strings.Trim(realm, "/"))
+	}
+	if c.Realm == "" {
+		bad("realm is required")
+	} else if strings.ContainsAny(c.Realm, "/?#") || strings.TrimSpace(c.Realm) != c.Realm {
+		bad("realm %q: must not contain '/', '?', '#' or surrounding spaces", c.Realm)
+	}
+}
+
+// checkIssuerURL checks an issuer URL: an http(s) URL with a host and
+// no query or fragment (OpenID Connect Discovery §2). It is not
+// normalised: tokens must carry it byte for byte.
+func checkIssuerURL(s string) error {
+	if err := checkHTTPURL(s); err != nil {
+		return err
+	}
+	u, _ := url.Parse(s) // checked
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(s, "?#") {
+		return fmt.Errorf("%q: an issuer has no query or fragment", s)
+	}
+	if strings.TrimSpace(s) != s {
+		return fmt.Errorf("%q: surrounding spaces", s)
+	}
+	return nil
 }
 
 func checkHTTPURL(s string) error {

@@ -20,6 +20,12 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}{
 		{"missing server_url", func(c *idp.Config) { c.ServerURL = "" }, "server_url is required"},
 		{"missing realm", func(c *idp.Config) { c.Realm = "" }, "realm is required"},
+		{"neither issuer_url nor server_url", func(c *idp.Config) { c.ServerURL, c.Realm = "", "" }, "or issuer_url"},
+		{"issuer_url and server_url", func(c *idp.Config) { c.IssuerURL = "https://sso.example.com" }, "issuer_url excludes server_url and realm"},
+		{"issuer_url and realm", func(c *idp.Config) { c.IssuerURL, c.ServerURL = "https://sso.example.com", "" }, "issuer_url excludes server_url and realm"},
+		{"issuer_url with query", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "https://sso.example.com?x=1", "", "" }, "no query or fragment"},
+		{"issuer_url with fragment", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "https://sso.example.com#x", "", "" }, "no query or fragment"},
+		{"issuer_url relative", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "/issuer", "", "" }, "issuer_url"},
 		{"missing client_id", func(c *idp.Config) { c.ClientID = "" }, "client_id is required"},
 		{"server_url not a URL", func(c *idp.Config) { c.ServerURL = "://x" }, "server_url"},
 		{"server_url wrong scheme", func(c *idp.Config) { c.ServerURL = "ftp://sso" }, "scheme must be http or https"},
@@ -78,6 +84,18 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if got, want := p.Issuer(), "http://127.0.0.1:1/realms/demo"; got != want {
 		t.Fatalf("Issuer = %q, want %q", got, want)
+	}
+}
+
+func TestConfigIssuerURL(t *testing.T) {
+	for _, iss := range []string{"https://example.okta.com/oauth2/default", "https://accounts.google.com", "https://login.example.com/tenant/v2.0/"} {
+		c := idp.Config{IssuerURL: iss, ClientID: "app"}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", iss, err)
+		}
+		if c.Issuer() != iss || c.WithDefaults().Issuer() != iss {
+			t.Errorf("Issuer() = %q, want %q unchanged", c.WithDefaults().Issuer(), iss)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // maxProviderResponse bounds discovery and JWKS documents.
@@ -43,25 +44,63 @@ func (m *providerMetadata) keycloakDefaults(issuer string) {
 	}
 }
 
-// discover fetches {issuer}/.well-known/openid-configuration. The document's
-// issuer must equal ours (OpenID Connect Discovery §4.3).
-func discover(ctx context.Context, c *http.Client, issuer string) (*providerMetadata, error) {
+// ErrDiscovery: the provider's discovery document was refused (another
+// issuer named, a required endpoint absent, an endpoint not an http(s)
+// URL). Like an unreachable provider, it leaves the plugin not ready, and
+// is retried.
+var ErrDiscovery = errors.New("idp: discovery document refused")
+
+// discover fetches the discovery document of issuer. The well-known path is
+// appended to the issuer without its trailing slash (OpenID Connect
+// Discovery §4.1), and the document's issuer must equal ours byte for byte
+// (§4.3). A Keycloak realm (keycloak) gets Keycloak's paths for absent
+// endpoints; any other issuer's absent endpoints stay absent, and the JWKS
+// is required.
+func discover(ctx context.Context, c *http.Client, issuer string, keycloak bool) (*providerMetadata, error) {
 	var m providerMetadata
-	if err := getJSON(ctx, c, issuer+"/.well-known/openid-configuration", &m); err != nil {
+	if err := getJSON(ctx, c, wellKnownURL(issuer), &m); err != nil {
 		return nil, fmt.Errorf("idp: discovery: %w", err)
 	}
 	if m.Issuer != issuer {
-		return nil, fmt.Errorf("idp: discovery: issuer %q does not match the expected %q", m.Issuer, issuer)
+		return nil, fmt.Errorf("%w: %s names the issuer %q, not the configured %q (OpenID Connect Discovery §4.3: they must be equal byte for byte)",
+			ErrDiscovery, wellKnownURL(issuer), m.Issuer, issuer)
 	}
-	for _, u := range []string{m.AuthorizationEndpoint, m.TokenEndpoint, m.JWKSURI, m.EndSessionEndpoint, m.RevocationEndpoint} {
-		if u != "" {
-			if err := checkHTTPURL(u); err != nil {
-				return nil, fmt.Errorf("idp: discovery: endpoint %w", err)
+	for _, e := range m.endpoints() {
+		if *e.v != "" {
+			if err := checkHTTPURL(*e.v); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrDiscovery, e.name, err)
 			}
 		}
 	}
-	m.keycloakDefaults(issuer)
+	if keycloak {
+		m.keycloakDefaults(issuer)
+	} else if m.JWKSURI == "" {
+		return nil, fmt.Errorf("%w: %s has no jwks_uri: the provider's keys cannot be found", ErrDiscovery, wellKnownURL(issuer))
+	}
 	return &m, nil
+}
+
+// wellKnownURL is issuer's discovery URL (OpenID Connect Discovery §4.1:
+// a trailing slash of the issuer is removed before the path is appended).
+func wellKnownURL(issuer string) string {
+	return strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+}
+
+// endpoints lists m's endpoint fields by their discovery names.
+func (m *providerMetadata) endpoints() []struct {
+	name string
+	v    *string
+} {
+	return []struct {
+		name string
+		v    *string
+	}{
+		{"authorization_endpoint", &m.AuthorizationEndpoint},
+		{"token_endpoint", &m.TokenEndpoint},
+		{"jwks_uri", &m.JWKSURI},
+		{"end_session_endpoint", &m.EndSessionEndpoint},
+		{"revocation_endpoint", &m.RevocationEndpoint},
+	}
 }
 
 // errTooLarge reports a provider response over maxProviderResponse.
@@ -96,3 +135,19 @@ func getJSON(ctx context.Context, c *http.Client, url string, v any) error {
 	}
 	return nil
 }
+
+// errNotDiscovered: the provider's discovery document has not been loaded
+// yet.
+var errNotDiscovered = fmt.Errorf("%w: the identity provider has not been discovered yet", ErrUnavailable)
+
+// missingEndpointError: the provider's discovery document lacks an
+// endpoint a feature needs. Only a provider other than a Keycloak realm can
+// lack one (a realm's absent endpoints get Keycloak's paths). It wraps
+// ErrUnavailable: the feature answers 503 until the provider publishes it.
+type missingEndpointError struct{ name string }
+
+func (e *missingEndpointError) detail() string {
+	return "the identity provider's discovery document has no " + e.name
+}
+func (e *missingEndpointError) Error() string { return "idp: " + e.detail() }
+func (e *missingEndpointError) Unwrap() error { return ErrUnavailable }

@@ -176,6 +176,7 @@ type KeyStats struct {
 type keySet struct {
 	client   *http.Client
 	issuer   string
+	keycloak bool // a Keycloak realm: absent endpoints get Keycloak's paths
 	timeout  time.Duration
 	ttl      time.Duration
 	interval time.Duration // least time between two unknown-kid refetches
@@ -356,7 +357,7 @@ func (k *keySet) fetch() error {
 func (k *keySet) fetchCtx(ctx context.Context) error {
 	meta := k.meta.Load()
 	if meta == nil {
-		m, err := discover(ctx, k.client, k.issuer)
+		m, err := discover(ctx, k.client, k.issuer, k.keycloak)
 		if err != nil {
 			return err
 		}

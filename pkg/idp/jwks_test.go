@@ -253,7 +253,7 @@ func TestDiscoveryIssuerMismatchRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "does not match") {
+	if err := p.Refresh(context.Background()); !errors.Is(err, idp.ErrDiscovery) || !strings.Contains(err.Error(), "https://evil.example/realms/demo") {
 		t.Fatalf("Refresh = %v, want issuer mismatch", err)
 	}
 }

@@ -24,9 +24,9 @@ type loginState struct {
 }
 
 func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
-	conf := a.oauthConfig()
-	if conf == nil {
-		writeUnavailable(w)
+	conf, err := a.oauthConfig()
+	if err != nil {
+		writeUnavailable(w, err)
 		return
 	}
 	var returnTo string
@@ -102,7 +102,7 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if first, err = a.p.sessions.useLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
 			a.cfg.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
-			writeUnavailable(w)
+			writeUnavailable(w, nil)
 			return
 		}
 	}
@@ -126,9 +126,9 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "the authorization code is missing")
 		return
 	}
-	conf := a.oauthConfig()
-	if conf == nil {
-		writeUnavailable(w)
+	conf, err := a.oauthConfig()
+	if err != nil {
+		writeUnavailable(w, err)
 		return
 	}
 	ctx, cancel := a.providerCtx(r.Context())

@@ -12,12 +12,17 @@ import (
 // providerLogout ends the provider session of refreshToken: a back-channel
 // POST to the end-session endpoint (Keycloak ends the whole SSO session
 // for client_id, client_secret and refresh_token), then RFC 7009
-// revocation of the token. It reports whether at least one succeeded.
-func (a *authRoutes) providerLogout(ctx context.Context, refreshToken string) bool {
+// revocation of the token. It answers "done" when at least one succeeded,
+// "failed" when none did, "skipped" when the provider publishes neither
+// endpoint (before discovery, a Keycloak realm's are its Keycloak paths;
+// another issuer has none).
+func (a *authRoutes) providerLogout(ctx context.Context, refreshToken string) string {
 	meta := a.p.keys.meta.Load()
 	if meta == nil {
 		meta = &providerMetadata{}
-		meta.keycloakDefaults(a.p.issuer)
+		if a.cfg.IssuerURL == "" {
+			meta.keycloakDefaults(a.p.issuer)
+		}
 	}
 	form := url.Values{"client_id": {a.cfg.ClientID}}
 	if a.cfg.ClientSecret != "" {
@@ -36,7 +41,13 @@ func (a *authRoutes) providerLogout(ctx context.Context, refreshToken string) bo
 		f.Set("token_type_hint", "refresh_token")
 		revoked = a.postForm(ctx, "revocation", meta.RevocationEndpoint, f)
 	}
-	return ended || revoked
+	switch {
+	case ended || revoked:
+		return "done"
+	case meta.EndSessionEndpoint == "" && meta.RevocationEndpoint == "":
+		return "skipped"
+	}
+	return "failed"
 }
 
 // postForm POSTs form to endpoint within HTTPTimeout and reports a 2xx
@@ -81,10 +92,7 @@ func (a *authRoutes) logout(w http.ResponseWriter, r *http.Request) {
 	}
 	outcome := "skipped"
 	if body.RefreshToken != "" {
-		outcome = "failed"
-		if a.providerLogout(r.Context(), body.RefreshToken) {
-			outcome = "done"
-		}
+		outcome = a.providerLogout(r.Context(), body.RefreshToken)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "provider_logout": outcome})
 }

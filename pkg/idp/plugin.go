@@ -59,7 +59,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	p := &Plugin{
 		cfg:         cfg,
 		issuer:      issuer,
-		realmQuoted: quoteRealm(cfg.Realm),
+		realmQuoted: quoteRealm(cfg.challengeRealm()),
 		methods:     signingMethods(cfg.Algorithms),
 		cache:       newTokenCache(cfg.VerifiedCacheSize),
 		intern:      token.NewInterner(),
@@ -94,6 +94,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	p.keys = &keySet{
 		client:   cfg.HTTPClient,
 		issuer:   issuer,
+		keycloak: cfg.IssuerURL == "",
 		timeout:  cfg.HTTPTimeout,
 		ttl:      cfg.JWKSCacheTTL,
 		interval: cfg.UnknownKIDRefreshInterval,
@@ -151,7 +152,7 @@ func defaultHTTPClient(timeout time.Duration) *http.Client {
 // providerIdleTimeout: see defaultHTTPClient.
 const providerIdleTimeout = 4 * time.Second
 
-// Issuer returns the realm's issuer URL that tokens must carry.
+// Issuer returns the issuer URL that tokens must carry (Config.Issuer).
 func (p *Plugin) Issuer() string { return p.issuer }
 
 // Config returns the effective configuration, defaults applied.

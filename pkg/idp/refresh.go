@@ -34,9 +34,9 @@ func (a *authRoutes) refresh(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "refresh_token is malformed")
 		return
 	}
-	conf := a.oauthConfig()
-	if conf == nil {
-		writeUnavailable(w)
+	conf, err := a.oauthConfig()
+	if err != nil {
+		writeUnavailable(w, err)
 		return
 	}
 	ctx, cancel := a.providerCtx(r.Context())
@@ -70,7 +70,7 @@ func (a *authRoutes) checkAccessToken(ctx context.Context, w http.ResponseWriter
 	case err == nil:
 		return id, true
 	case errors.Is(err, ErrUnavailable):
-		writeUnavailable(w)
+		writeUnavailable(w, nil)
 	default:
 		a.cfg.Logger.Warn("idp: the identity provider issued an access token this service refuses", "error", err)
 		writeProblem(w, http.StatusBadGateway, "the identity provider issued an access token this service does not accept")

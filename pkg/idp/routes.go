@@ -136,15 +136,25 @@ func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // oauthConfig builds the x/oauth2 configuration from the discovered
-// endpoints, or returns nil when discovery has not completed yet.
-func (a *authRoutes) oauthConfig() *oauth2.Config { return a.p.oauthConfig(a.scopes) }
+// endpoints; see Plugin.oauthConfig.
+func (a *authRoutes) oauthConfig() (*oauth2.Config, error) { return a.p.oauthConfig(a.scopes) }
 
 // oauthConfig builds the x/oauth2 configuration of the client from the
-// discovered endpoints, or returns nil when discovery has not completed.
-func (p *Plugin) oauthConfig(scopes []string) *oauth2.Config {
+// discovered endpoints. The error wraps ErrUnavailable: discovery has not
+// completed, or the provider's document lacks the authorization or token
+// endpoint (a provider other than a Keycloak realm; nothing is guessed).
+func (p *Plugin) oauthConfig(scopes []string) (*oauth2.Config, error) {
 	meta := p.keys.meta.Load()
 	if meta == nil {
-		return nil
+		return nil, errNotDiscovered
+	}
+	for _, e := range [...]struct{ name, url string }{
+		{"authorization_endpoint", meta.AuthorizationEndpoint},
+		{"token_endpoint", meta.TokenEndpoint},
+	} {
+		if e.url == "" {
+			return nil, &missingEndpointError{name: e.name}
+		}
 	}
 	return &oauth2.Config{
 		ClientID:     p.cfg.ClientID,
@@ -156,7 +166,7 @@ func (p *Plugin) oauthConfig(scopes []string) *oauth2.Config {
 		},
 		RedirectURL: p.cfg.RedirectURI,
 		Scopes:      scopes,
-	}
+	}, nil
 }
 
 // providerCtx bounds a call to the provider by HTTPTimeout and makes

@@ -19,10 +19,15 @@ func writeProblem(w http.ResponseWriter, status int, detail string) {
 }
 
 // writeUnavailable answers 503 while the provider has not been discovered
-// or its keys are not loaded.
-func writeUnavailable(w http.ResponseWriter) {
+// or its keys are not loaded, naming the endpoint when the provider
+// lacks one the route needs.
+func writeUnavailable(w http.ResponseWriter, err error) {
 	w.Header().Set("Retry-After", "5")
-	problem.Write(w, http.StatusServiceUnavailable, "the identity provider is not available yet")
+	detail := "the identity provider is not available yet"
+	if me := (*missingEndpointError)(nil); errors.As(err, &me) {
+		detail = me.detail()
+	}
+	problem.Write(w, http.StatusServiceUnavailable, detail)
 }
 
 // writeJSON answers v as JSON that no cache may keep (it carries tokens).

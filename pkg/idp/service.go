@@ -21,10 +21,13 @@ var ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over
 // ClientCredentials returns a TokenSource of this client's own access
 // tokens (the client_credentials grant, spec §4.4): a form-encoded POST of
 // grant_type, client_id and client_secret (and scope when scopes are
-// given) to the provider's token endpoint — the discovered one, or
-// {server_url}/realms/{realm}/protocol/openid-connect/token before
-// discovery has completed. Calls use Config.HTTPClient and are bounded by
-// Config.HTTPTimeout.
+// given) to the provider's token endpoint — the discovered one; for a
+// Keycloak realm (ServerURL and Realm) before discovery has completed,
+// {server_url}/realms/{realm}/protocol/openid-connect/token. With
+// Config.IssuerURL nothing is guessed: before discovery, or when the
+// discovery document has no token_endpoint, Token fails with an error
+// wrapping ErrUnavailable that says so. Calls use Config.HTTPClient and
+// are bounded by Config.HTTPTimeout.
 //
 // Tokens are reused until 10 s before they expire (oauth2.ReuseTokenSource),
 // so one TokenSource should be shared by the whole service, typically as
@@ -51,9 +54,9 @@ func (s *ccSource) Token() (*oauth2.Token, error) {
 	if cfg.ClientSecret == "" {
 		return nil, fmt.Errorf("%w: client_credentials needs client_secret", ErrConfig)
 	}
-	tokenURL := s.p.issuer + "/protocol/openid-connect/token"
-	if m := s.p.keys.meta.Load(); m != nil {
-		tokenURL = m.TokenEndpoint
+	tokenURL, err := s.p.tokenEndpoint()
+	if err != nil {
+		return nil, fmt.Errorf("idp: client_credentials: %w", err)
 	}
 	cc := clientcredentials.Config{
 		ClientID:     cfg.ClientID,
@@ -69,6 +72,21 @@ func (s *ccSource) Token() (*oauth2.Token, error) {
 		return nil, fmt.Errorf("idp: client_credentials: %w", err)
 	}
 	return tok, nil
+}
+
+// tokenEndpoint returns the provider's token endpoint: the discovered one,
+// or for a Keycloak realm not discovered yet, Keycloak's path.
+func (p *Plugin) tokenEndpoint() (string, error) {
+	m := p.keys.meta.Load()
+	switch {
+	case m != nil && m.TokenEndpoint != "":
+		return m.TokenEndpoint, nil
+	case m != nil:
+		return "", &missingEndpointError{name: "token_endpoint"}
+	case p.cfg.IssuerURL == "":
+		return p.issuer + "/protocol/openid-connect/token", nil
+	}
+	return "", errNotDiscovered
 }
 
 // ForwardToken returns a RoundTripper that sends the caller's access token

@@ -259,9 +259,9 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 // access token. A refusal (an OAuth error with a 4xx status) ends the
 // session; other failures are errors.
 func (m *sessionManager) refreshTokens(ctx context.Context, s *session) (*session, error) {
-	conf := m.p.oauthConfig(nil)
-	if conf == nil {
-		return nil, ErrUnavailable
+	conf, err := m.p.oauthConfig(nil)
+	if err != nil {
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, m.p.cfg.HTTPTimeout)
 	defer cancel()

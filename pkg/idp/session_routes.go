@@ -29,7 +29,7 @@ func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *o
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			a.cfg.Logger.Warn("idp: callback: the session could not be stored", "error", err)
-			writeUnavailable(w)
+			writeUnavailable(w, nil)
 			return
 		}
 		a.cfg.Logger.Error("idp: callback: the session could not be created", "error", err)
@@ -77,7 +77,7 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	s, clear, err := a.p.sessions.end(r.Context(), r)
 	if err != nil {
 		a.cfg.Logger.Warn("idp: logout: the session store is unavailable", "error", err)
-		writeUnavailable(w)
+		writeUnavailable(w, nil)
 		return
 	}
 	for _, c := range clear {
@@ -93,10 +93,7 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	outcome := "skipped"
 	if refresh != "" {
-		outcome = "failed"
-		if a.providerLogout(r.Context(), refresh) {
-			outcome = "done"
-		}
+		outcome = a.providerLogout(r.Context(), refresh)
 	}
 	if s != nil {
 		a.cfg.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)

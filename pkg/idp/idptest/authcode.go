@@ -82,7 +82,7 @@ func (f *flowState) init(o Options) {
 }
 
 func (s *Server) routeFlow(base string) {
-	s.mux.HandleFunc("GET "+base+"/auth", s.authorize)
+	s.mux.HandleFunc("GET "+base+s.authPath(), s.authorize)
 	s.mux.HandleFunc("POST "+base+"/revoke", s.revoke)
 	s.mux.HandleFunc("POST "+base+"/logout", s.backchannelLogout)
 	s.mux.HandleFunc("GET "+base+"/logout", s.frontchannelLogout)

@@ -1,5 +1,6 @@
 // Package idptest runs an in-process OpenID Connect provider with
-// Keycloak's paths and claim shapes, for tests of code that uses pkg/idp,
+// Keycloak's paths and claim shapes (or, with Options.PlainIssuer, as an
+// issuer that is not a Keycloak realm), for tests of code that uses pkg/idp,
 // in the manner of net/http/httptest.
 //
 // It is NOT an identity provider for production: it has no users store, no
@@ -84,13 +85,32 @@ type Options struct {
 	RefreshTTL time.Duration
 	// CodeTTL is the lifetime of authorization codes. [1m]
 	CodeTTL time.Duration
+
+	// PlainIssuer serves a provider that is not a Keycloak realm: the
+	// issuer is the server's URL itself (no "/realms/" path; configure
+	// pkg/idp with Config.IssuerURL = Server.Issuer), and the endpoints
+	// sit at other paths than Keycloak's, under PlainPrefix, so that only
+	// discovery can find them. Realm only names roles in minted tokens.
+	// [false: Keycloak's paths]
+	PlainIssuer bool
+	// Discovery edits the discovery document before it is served, for
+	// tests of providers that omit or misstate fields (delete
+	// "token_endpoint", set "issuer" to another one). [none]
+	Discovery func(doc map[string]any)
 }
+
+// PlainPrefix is the path of the endpoints of a server with
+// Options.PlainIssuer: {URL}/oauth2/v1/authorize, /token, /keys, /revoke,
+// /logout.
+const PlainPrefix = "/oauth2/v1"
 
 // Server is a running test provider. Its fields are read-only.
 type Server struct {
 	URL    string // the provider's base URL: idp.Config.ServerURL
 	Realm  string // idp.Config.Realm
-	Issuer string // URL + "/realms/" + Realm
+	Issuer string // URL + "/realms/" + Realm; URL with Options.PlainIssuer
+
+	endpoints string // the base of the endpoint paths, as a URL
 
 	t         testing.TB // nil when started by Start
 	srv       *http.Server
@@ -180,13 +200,17 @@ func start(o Options, t testing.TB) (*Server, error) {
 	if s.URL == "" {
 		s.URL = "http://" + ln.Addr().String()
 	}
-	s.Issuer = s.URL + "/realms/" + s.Realm
 	s.mux = http.NewServeMux()
-	base := "/realms/" + s.Realm
+	base, ep, keys := "/realms/"+s.Realm, "/realms/"+s.Realm+"/protocol/openid-connect", "/certs"
+	if o.PlainIssuer {
+		base, ep, keys = "", PlainPrefix, "/keys"
+	}
+	s.Issuer = s.URL + base
+	s.endpoints = s.URL + ep
 	s.mux.HandleFunc("GET "+base+"/.well-known/openid-configuration", s.discovery)
-	s.mux.HandleFunc("GET "+base+"/protocol/openid-connect/certs", s.jwks)
-	s.mux.HandleFunc("POST "+base+"/protocol/openid-connect/token", s.token)
-	s.routeFlow(base + "/protocol/openid-connect")
+	s.mux.HandleFunc("GET "+ep+keys, s.jwks)
+	s.mux.HandleFunc("POST "+ep+"/token", s.token)
+	s.routeFlow(ep)
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -246,16 +270,32 @@ func (s *Server) SetDown(down bool) {
 // JWKSFetches counts the requests to the JWKS endpoint.
 func (s *Server) JWKSFetches() int { return int(s.jwksFetches.Load()) }
 
-// TokenURL is Keycloak's token endpoint of the realm.
-func (s *Server) TokenURL() string { return s.Issuer + "/protocol/openid-connect/token" }
+// TokenURL is the token endpoint: Keycloak's of the realm, or
+// {URL}/oauth2/v1/token with Options.PlainIssuer.
+func (s *Server) TokenURL() string { return s.endpoints + "/token" }
+
+// AuthURL is the authorization endpoint: Keycloak's of the realm, or
+// {URL}/oauth2/v1/authorize with Options.PlainIssuer.
+func (s *Server) AuthURL() string { return s.endpoints + s.authPath() }
+
+func (s *Server) authPath() string {
+	if s.opts.PlainIssuer {
+		return "/authorize"
+	}
+	return "/auth"
+}
 
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
-	p := s.Issuer + "/protocol/openid-connect"
-	writeJSON(w, http.StatusOK, map[string]any{
+	p := s.endpoints
+	keys := p + "/certs"
+	if s.opts.PlainIssuer {
+		keys = p + "/keys"
+	}
+	doc := map[string]any{
 		"issuer":                                     s.Issuer,
-		"authorization_endpoint":                     p + "/auth",
+		"authorization_endpoint":                     s.AuthURL(),
 		"token_endpoint":                             p + "/token",
-		"jwks_uri":                                   p + "/certs",
+		"jwks_uri":                                   keys,
 		"userinfo_endpoint":                          p + "/userinfo",
 		"end_session_endpoint":                       p + "/logout",
 		"revocation_endpoint":                        p + "/revoke",
@@ -269,5 +309,9 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		"response_types_supported":                   []string{"code"},
 		"id_token_signing_alg_values_supported":      []string{"RS256", "ES256"},
 		"code_challenge_methods_supported":           []string{"S256"},
-	})
+	}
+	if s.opts.Discovery != nil {
+		s.opts.Discovery(doc)
+	}
+	writeJSON(w, http.StatusOK, doc)
 }
