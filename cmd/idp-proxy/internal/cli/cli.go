@@ -169,8 +169,8 @@ time: secret files are not read and missing secrets are not errors.`,
 			if metrics == "" {
 				metrics = "off"
 			}
-			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s/realms/%s\n\n%s",
-				name, cfg.Listen, metrics, cfg.Upstream.URL, strings.TrimRight(cfg.IDP.ServerURL, "/"), cfg.IDP.Realm, c.Proxy.Table())
+			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s\n\n%s",
+				name, cfg.Listen, metrics, cfg.Upstream.URL, c.IDP.Issuer(), c.Proxy.Table())
 			return err
 		},
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"log/slog"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -28,10 +26,16 @@ func idpConfig(cfg config.File, compiled *config.Compiled) (idp.Config, error) {
 			return idp.Config{}, err
 		}
 	}
+	required := []struct{ key, v string }{{"idp.client_id", ic.ClientID}}
+	if ic.IssuerURL == "" {
+		required = append(required, struct{ key, v string }{"idp.server_url", ic.ServerURL}, struct{ key, v string }{"idp.realm", ic.Realm})
+	}
 	var errs []error
-	for _, f := range []struct{ key, v string }{
-		{"idp.server_url", ic.ServerURL}, {"idp.realm", ic.Realm}, {"idp.client_id", ic.ClientID},
-	} {
+	if ic.IssuerURL == "" && ic.ServerURL == "" && ic.Realm == "" {
+		errs = append(errs, fmt.Errorf("idp-proxy: idp.issuer_url, or idp.server_url and idp.realm (a Keycloak realm), is required (config file or %s)", config.EnvName("idp.issuer_url")))
+		required = required[:1]
+	}
+	for _, f := range required {
 		if f.v == "" {
 			errs = append(errs, fmt.Errorf("idp-proxy: %s is required (config file or %s)", f.key, config.EnvName(f.key)))
 		}
@@ -49,8 +53,9 @@ func newTokenCmd(g *globalFlags, load loadFunc) *cobra.Command {
 		Short: "Print a client_credentials access token from the configured provider",
 		Long: `token obtains an access token with the client_credentials grant for
 idp.client_id and idp.client_secret (or idp.client_secret_file, or
-IDP_PROXY_IDP_CLIENT_SECRET) from {server_url}/realms/{realm}/protocol/openid-connect/token
-and prints it alone on stdout, for scripts:
+IDP_PROXY_IDP_CLIENT_SECRET) from the provider's token endpoint (found by
+discovery; for a Keycloak realm, {server_url}/realms/{realm}/protocol/openid-connect/token
+when discovery fails) and prints it alone on stdout, for scripts:
 
   curl -H "Authorization: Bearer $(idp-proxy token -c config.yaml)" http://127.0.0.1:4180/shorten`,
 		Args: cobra.NoArgs,
@@ -66,18 +71,23 @@ and prints it alone on stdout, for scripts:
 			if ic.ClientSecret == "" {
 				return errors.New("idp-proxy: token needs idp.client_secret, idp.client_secret_file or IDP_PROXY_IDP_CLIENT_SECRET")
 			}
-			cc := clientcredentials.Config{
-				ClientID:     ic.ClientID,
-				ClientSecret: ic.ClientSecret,
-				TokenURL:     ic.Issuer() + "/protocol/openid-connect/token",
-				Scopes:       scopes,
-			}
+			ic.Logger = slog.New(slog.DiscardHandler)
 			ctx, cancel := context.WithTimeout(cmd.Context(), ic.HTTPTimeout)
 			defer cancel()
-			ctx = context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Timeout: ic.HTTPTimeout})
-			tok, err := cc.Token(ctx)
+			p, err := idp.New(ctx, ic)
 			if err != nil {
-				return fmt.Errorf("idp-proxy: token request to %s failed: %w", cc.TokenURL, err)
+				return err
+			}
+			defer p.Close()
+			// Discovery gives the token endpoint; the plugin falls back to
+			// Keycloak's path for a realm whose discovery failed.
+			discoveryErr := p.Refresh(ctx)
+			tok, err := p.ClientCredentials(ctx, scopes...).Token()
+			if err != nil {
+				if errors.Is(err, idp.ErrUnavailable) && discoveryErr != nil {
+					err = fmt.Errorf("%w (%w)", err, discoveryErr)
+				}
+				return fmt.Errorf("idp-proxy: token request to %s failed: %w", ic.Issuer(), err)
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), tok.AccessToken)
 			return err

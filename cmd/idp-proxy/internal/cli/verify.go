@@ -106,7 +106,12 @@ configured rules (which needs the whole configuration) and adds
 			}
 			v := verdict{Issuer: p.Issuer()}
 			var tp *idp.TokenPayload
-			if err = p.WaitReady(ctx); err == nil {
+			// Refresh joins the plugin's first key fetch and says why it
+			// failed (provider unreachable, discovery naming another
+			// issuer, no jwks_uri), which waiting for readiness would not.
+			if rerr := p.Refresh(ctx); rerr != nil && !p.Ready() {
+				err = fmt.Errorf("%w: %w", idp.ErrUnavailable, rerr)
+			} else {
 				tp, err = p.Verify(ctx, raw)
 			}
 			switch {

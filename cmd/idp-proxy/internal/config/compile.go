@@ -52,7 +52,7 @@ func Compile(f File, o CompileOptions) (*Compiled, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	pc, err := proxy.Compile(checked.Proxy(), ic)
+	pc, err := proxy.Compile(checked.Proxy(), checked.IDP.withoutIssuerFormProblem(ic))
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -142,6 +142,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		}
 	}
 	ic := idp.Config{
+		IssuerURL:         c.IssuerURL,
 		ServerURL:         c.ServerURL,
 		Realm:             c.Realm,
 		ClientID:          c.ClientID,

@@ -49,6 +49,11 @@ type File struct {
 
 // IDP holds every idp.Config option under its specification name.
 type IDP struct {
+	// IssuerURL is any OpenID Connect provider's issuer, exactly as its
+	// tokens carry it; it excludes ServerURL and Realm, the Keycloak
+	// shorthand (issuer ServerURL/realms/Realm). One of the two forms is
+	// required.
+	IssuerURL         string        `mapstructure:"issuer_url"`
 	ServerURL         string        `mapstructure:"server_url"`
 	Realm             string        `mapstructure:"realm"`
 	ClientID          string        `mapstructure:"client_id"`
@@ -124,7 +129,8 @@ const (
 // Default returns the file's defaults: pkg/idp's (idp.Config{}.WithDefaults,
 // its session defaults included) and pkg/proxy's (proxy.DefaultConfig),
 // which own them, and those of the program's own sections. The upstream
-// URL and the idp section's server_url, realm and client_id have none.
+// URL and the idp section's issuer_url, server_url, realm and client_id
+// have none.
 func Default() File {
 	pd := proxy.DefaultConfig()
 	id := idp.Config{Session: &idp.SessionConfig{}}.WithDefaults()

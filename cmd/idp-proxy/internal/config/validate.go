@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
 // validate reports the problems of the program's own sections, and the
@@ -26,6 +28,9 @@ func (f File) validate() error {
 		} else if _, port, _ := net.SplitHostPort(f.Listen); f.MetricsListen == f.Listen && port != "0" {
 			bad(keys("metrics_listen", "listen"), "metrics_listen must differ from listen (%s)", f.Listen)
 		}
+	}
+	if err := f.IDP.issuerFormProblem(); err != nil {
+		errs = append(errs, err)
 	}
 	switch strings.ToLower(f.IDP.TokenLocation) {
 	case "header", "cookie":
@@ -81,6 +86,37 @@ func (f File) validate() error {
 		bad(keys("server.max_header_bytes"), "server.max_header_bytes must not be negative, got %d", f.Server.MaxHeaderBytes)
 	}
 	return errors.Join(errs...)
+}
+
+// issuerFormProblem reports an idp section that names its provider in both
+// forms (issuer_url, and the Keycloak shorthand server_url and realm) or in
+// neither, as a *KeyError naming the keys.
+func (c IDP) issuerFormProblem() error {
+	switch {
+	case c.IssuerURL != "" && (c.ServerURL != "" || c.Realm != ""):
+		return keyErrorf(keys("idp.issuer_url", "idp.server_url", "idp.realm"),
+			"idp.issuer_url excludes idp.server_url and idp.realm: set idp.issuer_url (any OpenID Connect provider) or idp.server_url and idp.realm (a Keycloak realm), not both")
+	case c.IssuerURL == "" && c.ServerURL == "" && c.Realm == "":
+		return keyErrorf(keys("idp.issuer_url", "idp.server_url", "idp.realm"),
+			"idp.issuer_url, or idp.server_url and idp.realm (a Keycloak realm), is required")
+	}
+	return nil
+}
+
+// withoutIssuerFormProblem returns ic for the checks of idp.Config, which
+// would report issuerFormProblem's problem again, in its own words: with
+// that problem, the form the library would complain about is removed (both
+// forms: the shorthand; neither: a placeholder issuer), so that every other
+// problem is still reported, once.
+func (c IDP) withoutIssuerFormProblem(ic idp.Config) idp.Config {
+	switch {
+	case c.issuerFormProblem() == nil:
+	case c.IssuerURL != "":
+		ic.ServerURL, ic.Realm = "", ""
+	default:
+		ic.IssuerURL = "https://issuer.invalid"
+	}
+	return ic
 }
 
 // checkAddr checks a listen address: host:port with a port of 0 (any
