@@ -141,7 +141,13 @@ func TestIssuerWithTrailingSlash(t *testing.T) {
 	var issuer string
 	srv := idptest.NewServer(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) { doc["issuer"] = issuer }})
 	issuer = srv.Issuer + "/"
-	p := newPlugin(t, srv, func(c *idp.Config) { plainIssuer(srv, nil)(c); c.IssuerURL = issuer })
+	rec := &pathRecorder{}
+	p := newPlugin(t, srv, func(c *idp.Config) { plainIssuer(srv, rec)(c); c.IssuerURL = issuer })
+	rec.mu.Lock()
+	if first := rec.paths[0]; first != "/.well-known/openid-configuration" {
+		t.Errorf("discovery at %q, want /.well-known/openid-configuration", first)
+	}
+	rec.mu.Unlock()
 	claims := srv.UserClaims(clientID, "alice")
 	claims["iss"] = issuer
 	if _, err := p.Verify(verifyCtx(t), srv.Mint(claims)); err != nil {

@@ -29,6 +29,14 @@ type served struct {
 
 func startServeSignals(t *testing.T, cfgPath string) *served {
 	t.Helper()
+	s := startServeUnready(t, cfgPath)
+	waitReady(t, http.DefaultClient, s.ops+"/readyz")
+	return s
+}
+
+// startServeUnready starts serve and returns once it listens, ready or not.
+func startServeUnready(t *testing.T, cfgPath string) *served {
+	t.Helper()
 	s := &served{logs: &syncBuffer{}, sigs: make(chan os.Signal, 4), done: make(chan struct{})}
 	addrs := make(chan [2]string, 1)
 	d := deps{environ: nil, signals: s.sigs, ready: func(p, o string) { addrs <- [2]string{p, o} }}
@@ -56,7 +64,6 @@ func startServeSignals(t *testing.T, cfgPath string) *served {
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not start")
 	}
-	waitReady(t, http.DefaultClient, s.ops+"/readyz")
 	return s
 }
 
