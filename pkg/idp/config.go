@@ -53,7 +53,8 @@ type Config struct {
 	// "https://login.microsoftonline.com/<tenant>/v2.0". Every endpoint
 	// (authorization, token, end-session, revocation, JWKS) comes from
 	// {IssuerURL}/.well-known/openid-configuration; none is guessed. When
-	// set, ServerURL and Realm must be empty. [none: ServerURL and Realm]
+	// set, ServerURL and Realm must be empty, and the realm of
+	// WWW-Authenticate challenges is the issuer. [none: ServerURL and Realm]
 	IssuerURL string
 	// ServerURL is the Keycloak server's base URL without trailing slash,
 	// e.g. "https://sso.example.com". Required with Realm unless

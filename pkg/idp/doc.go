@@ -1,5 +1,7 @@
 // Package idp protects net/http handlers with bearer JWTs issued by an
-// OpenID Connect provider with Keycloak-style realms.
+// OpenID Connect provider: a Keycloak realm (Config.ServerURL and
+// Config.Realm), or any provider named by its issuer (Config.IssuerURL,
+// whose endpoints all come from its discovery document).
 //
 // A Plugin validates access tokens (signature against the provider's cached
 // JSON Web Key Set, algorithm, issuer, audience, expiry), puts the identity
@@ -108,14 +110,16 @@
 // # Service tokens
 //
 // Plugin.ClientCredentials returns an oauth2.TokenSource for the
-// client_credentials grant at the realm's token endpoint, and ForwardToken
+// client_credentials grant at the provider's token endpoint, and ForwardToken
 // wraps an http.RoundTripper so that calls to a downstream API carry the
 // caller's own token (RawTokenFrom).
 //
 // # Security model
 //
 // Keys come only from the provider's JWKS found by discovery from
-// ServerURL and Realm; token headers such as jku, x5u and jwk are ignored,
+// IssuerURL, or ServerURL and Realm; the discovery document must name the
+// configured issuer byte for byte (else ErrDiscovery, and the plugin stays
+// not ready), as every token's iss must; token headers such as jku, x5u and jwk are ignored,
 // tokens with a crit header are rejected, and only asymmetric algorithms listed
 // in Config.Algorithms are accepted. Keycloak ID, refresh and offline tokens
 // are rejected by their typ claim. Tokens must be canonical (base64url

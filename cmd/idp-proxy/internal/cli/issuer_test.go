@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,26 +17,22 @@ import (
 // A provider that is not a Keycloak realm, named by idp.issuer_url: its
 // endpoints sit at paths only its discovery document gives.
 
-func writeIssuerConfig(t *testing.T, issuer, upstream string) string {
+// writeIssuerConfig is writeConfig with the provider named by
+// idp.issuer_url (idpSrv's issuer) and the /auth routes on.
+func writeIssuerConfig(t *testing.T, idpSrv *idptest.Server, upstream string) string {
 	t.Helper()
-	y := fmt.Sprintf(`
-listen: 127.0.0.1:0
-metrics_listen: 127.0.0.1:0
-upstream: {url: %q}
-idp:
-  issuer_url: %q
-  client_id: shortener
+	p := writeConfig(t, idpSrv, upstream, "")
+	shorthand := fmt.Sprintf("  server_url: %q\n  realm: %s\n", idpSrv.URL, idpSrv.Realm)
+	y := mustRead(t, p)
+	if !strings.Contains(y, shorthand) {
+		t.Fatalf("writeConfig's idp section changed:\n%s", y)
+	}
+	y = strings.Replace(y, shorthand, fmt.Sprintf(`  issuer_url: %q
   client_secret: shortener-secret
-  optional_audiences: [svc-reporter]
   include_routes: true
   redirect_uri: http://127.0.0.1:4180/auth/callback
   session_secret: a session secret of at least 32 bytes
-routes:
-  - {match: GET /health, public: true}
-  - {match: POST /shorten, roles: [creator]}
-log: {level: warn}
-`, upstream, issuer)
-	p := filepath.Join(t.TempDir(), "proxy.yaml")
+`, idpSrv.Issuer), 1)
 	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +41,7 @@ log: {level: warn}
 
 func TestServePlainIssuer(t *testing.T) {
 	idpSrv := idptest.NewServer(t, idptest.Options{PlainIssuer: true, Clients: []idptest.Client{svc, {ID: "shortener", Secret: "shortener-secret"}}})
-	cfg := writeIssuerConfig(t, idpSrv.Issuer, newUpstream(t))
+	cfg := writeIssuerConfig(t, idpSrv, newUpstream(t))
 
 	out, _, err := run(t, deps{}, "check-config", cfg)
 	if err != nil || !strings.Contains(out, "issuer:   "+idpSrv.Issuer+"\n") {
@@ -97,7 +92,7 @@ func TestServeRefusesDiscoveryOfAnotherIssuer(t *testing.T) {
 	idpSrv := idptest.NewServer(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) {
 		doc["issuer"] = "https://elsewhere.example"
 	}})
-	cfg := writeIssuerConfig(t, idpSrv.Issuer, newUpstream(t))
+	cfg := writeIssuerConfig(t, idpSrv, newUpstream(t))
 	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
 
 	out, _, err := run(t, deps{}, "-c", cfg, "verify", tok)
