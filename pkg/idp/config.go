@@ -347,8 +347,8 @@ func checkIssuerURL(s string) error {
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(s, "?#") {
 		return fmt.Errorf("%q: an issuer has no query or fragment", s)
 	}
-	if strings.TrimSpace(s) != s {
-		return fmt.Errorf("%q: surrounding spaces", s)
+	if strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Errorf("%q: spaces or control characters", s)
 	}
 	return nil
 }
