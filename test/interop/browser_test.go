@@ -53,7 +53,7 @@ func TestBrowserLoginFlow(t *testing.T) {
 	p := startProvider(t, providerOptions{
 		RedirectURIs: []string{"http://127.0.0.1:" + strconv.Itoa(proxyPort) + "/auth/callback"},
 	})
-	s := startStack(t, p.ServerURL(), proxyPort, true)
+	s := startStack(t, realmYAML(p.ServerURL()), proxyPort, true)
 
 	const target = "https://example.com/from-the-browser?x=1"
 	arg, err := json.Marshal(map[string]any{

@@ -111,6 +111,9 @@ type provider struct {
 	Port     int
 	KeysFile string
 	KIDs     []string
+	// endpoints is the base URL of the endpoints: Keycloak's
+	// {issuer}/protocol/openid-connect, or {issuer}/oauth2 with Plain.
+	endpoints string
 }
 
 type providerOptions struct {
@@ -122,6 +125,9 @@ type providerOptions struct {
 	PostLogoutRedirectURIs []string
 	AccessTokenTTL         int    // seconds; 0: the provider's default (300)
 	BackchannelLogoutURI   string // client shortener's back-channel logout URI
+	// Plain runs it as an issuer that is not a Keycloak realm: the issuer
+	// is http://127.0.0.1:PORT, the endpoints under /oauth2.
+	Plain bool
 }
 
 // startProvider runs provider/server.mjs and waits for its readiness line.
@@ -143,6 +149,9 @@ func startProvider(t *testing.T, o providerOptions) *provider {
 	if o.BackchannelLogoutURI != "" {
 		args = append(args, "--backchannel-logout-uri", o.BackchannelLogoutURI)
 	}
+	if o.Plain {
+		args = append(args, "--plain")
+	}
 	cmd := exec.Command("node", args...)
 	cmd.Dir = filepath.Join(repoRoot, "test", "interop", "provider")
 	p := startProc(t, "provider", cmd)
@@ -163,17 +172,23 @@ func startProvider(t *testing.T, o providerOptions) *provider {
 	if err := json.Unmarshal([]byte(line), &ready); err != nil || !ready.Ready || ready.Issuer == "" {
 		t.Fatalf("provider readiness line %q: %v", line, err)
 	}
-	return &provider{proc: p, Issuer: ready.Issuer, Port: ready.Port, KeysFile: o.KeysFile, KIDs: ready.SigningKIDs}
+	endpoints := ready.Issuer + "/protocol/openid-connect"
+	if o.Plain {
+		endpoints = ready.Issuer + "/oauth2"
+	}
+	return &provider{proc: p, Issuer: ready.Issuer, Port: ready.Port, KeysFile: o.KeysFile, KIDs: ready.SigningKIDs, endpoints: endpoints}
 }
 
 // ServerURL is the idp server_url (the issuer without /realms/<realm>).
 func (p *provider) ServerURL() string { return "http://127.0.0.1:" + strconv.Itoa(p.Port) }
 
-// TokenURL is Keycloak's token endpoint path.
-func (p *provider) TokenURL() string { return p.Issuer + "/protocol/openid-connect/token" }
+// TokenURL is the token endpoint (Keycloak's path of the realm unless
+// Plain).
+func (p *provider) TokenURL() string { return p.endpoints + "/token" }
 
-// AuthURL is Keycloak's authorization endpoint path.
-func (p *provider) AuthURL() string { return p.Issuer + "/protocol/openid-connect/auth" }
+// AuthURL is the authorization endpoint (Keycloak's path of the realm
+// unless Plain).
+func (p *provider) AuthURL() string { return p.endpoints + "/auth" }
 
 // ---------------------------------------------------------------------------
 // the real binaries
@@ -262,33 +277,40 @@ func (s *stack) checkNoTokensLogged(t *testing.T, tokens ...string) {
 	}
 }
 
+// realmYAML names the provider's Keycloak realm at serverURL in the idp
+// section (the shorthand server_url + realm).
+func realmYAML(serverURL string) string {
+	return fmt.Sprintf("  server_url: %s\n  realm: %s\n", serverURL, realm)
+}
+
+// issuerYAML names the provider by its issuer in the idp section.
+func issuerYAML(issuer string) string { return fmt.Sprintf("  issuer_url: %s\n", issuer) }
+
 // proxyYAMLHead is the beginning of idp-proxy's YAML that every interop
 // test shares, in the documented shape of config.example.yaml: the
-// listeners, the upstream, and the provider at serverURL with the login
-// routes (callback under publicURL). extraIDP (whole lines) is added to
-// the idp section.
-func proxyYAMLHead(listen, opsAddr, upstream, serverURL, publicURL, extraIDP string) string {
+// listeners, the upstream, and the provider (idp lines of realmYAML or
+// issuerYAML) with the login routes (callback under publicURL). extraIDP
+// (whole lines) is added to the idp section.
+func proxyYAMLHead(listen, opsAddr, upstream, provider, publicURL, extraIDP string) string {
 	return fmt.Sprintf(`listen: %s
 metrics_listen: %s
 upstream:
   url: %s
 idp:
-  server_url: %s
-  realm: %s
-  client_id: %s
+%s  client_id: %s
   client_secret: %s
   include_routes: true
   redirect_uri: %s/auth/callback
   session_secret: interop-session-secret-0123456789abcdef
 %s  http_timeout: 5s
-`, listen, opsAddr, upstream, serverURL, realm, clientID, clientSecret, publicURL, extraIDP)
+`, listen, opsAddr, upstream, provider, clientID, clientSecret, publicURL, extraIDP)
 }
 
-// proxyConfig is the YAML given to idp-proxy for the provider at
-// serverURL: the shortener's rules, service tokens through optional
-// audiences.
-func proxyConfig(serverURL, proxyAddr, opsAddr, upstream string) string {
-	return proxyYAMLHead(proxyAddr, opsAddr, upstream, serverURL, "http://"+proxyAddr,
+// proxyConfig is the YAML given to idp-proxy for the provider (idp lines
+// of realmYAML or issuerYAML): the shortener's rules, service tokens
+// through optional audiences.
+func proxyConfig(provider, proxyAddr, opsAddr, upstream string) string {
+	return proxyYAMLHead(proxyAddr, opsAddr, upstream, provider, "http://"+proxyAddr,
 		"  optional_audiences: ["+svcClientID+"]\n") + `routes:
   - match: GET /health
     public: true
@@ -304,18 +326,18 @@ log:
 }
 
 // startStack runs the shortener and idp-proxy in front of it against the
-// provider at serverURL. The proxy's port is chosen by the caller because
+// provider (idp lines of realmYAML or issuerYAML). The proxy's port is chosen by the caller because
 // its callback URL must be registered at the provider. With waitReady, it
 // waits until the proxy's /readyz says the keys are loaded; otherwise only
 // until /healthz answers.
-func startStack(t *testing.T, serverURL string, proxyPort int, waitReady bool) *stack {
+func startStack(t *testing.T, provider string, proxyPort int, waitReady bool) *stack {
 	t.Helper()
 	_, proxyBin := binaries(t)
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(proxyPort)
 	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	upstream, sp := startShortener(t, "--trust-identity-headers", "--base-url", "http://"+proxyAddr)
 	cfg := filepath.Join(t.TempDir(), "idp-proxy.yaml")
-	if err := os.WriteFile(cfg, []byte(proxyConfig(serverURL, proxyAddr, opsAddr, upstream)), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(proxyConfig(provider, proxyAddr, opsAddr, upstream)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(proxyBin, "serve", "--config", cfg)

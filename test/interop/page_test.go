@@ -23,7 +23,7 @@ import (
 // /links API named explicitly instead of falling to the default policy.
 func pageProxyConfig(port int, opsAddr, serverURL, upstream string) string {
 	listen := "127.0.0.1:" + strconv.Itoa(port)
-	return proxyYAMLHead(listen, opsAddr, upstream, serverURL, "http://"+listen, "") + `routes:
+	return proxyYAMLHead(listen, opsAddr, upstream, realmYAML(serverURL), "http://"+listen, "") + `routes:
   - {match: "GET /health", public: true}
   - {match: "GET /{$}"}
   - {match: "GET /assets/"}

@@ -96,6 +96,13 @@ func created(t *testing.T, a answer) string {
 // refused checks a 401/403 answer: problem+json and the RFC 6750 challenge.
 func refused(t *testing.T, a answer, status int, wantError string) {
 	t.Helper()
+	refusedIn(t, a, status, wantError, realm)
+}
+
+// refusedIn is refused with the challenge's realm: the issuer for a
+// provider named by idp.issuer_url.
+func refusedIn(t *testing.T, a answer, status int, wantError, realm string) {
+	t.Helper()
 	if a.Status != status {
 		t.Fatalf("want %d, got %s", status, a)
 	}

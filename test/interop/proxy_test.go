@@ -21,7 +21,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	p := startProvider(t, providerOptions{
 		RedirectURIs: []string{"http://127.0.0.1:" + strconv.Itoa(proxyPort) + "/auth/callback"},
 	})
-	s := startStack(t, p.ServerURL(), proxyPort, true)
+	s := startStack(t, realmYAML(p.ServerURL()), proxyPort, true)
 	link := map[string]string{"url": "https://example.com/e2e?q=1#frag"}
 	svcTok := serviceToken(t, p)
 	tokens = append(tokens, svcTok)
@@ -120,7 +120,7 @@ func TestProxyProviderOutageAndKeyRotation(t *testing.T) {
 
 	// Provider down at start: the proxy starts, is not ready, answers 503
 	// with Retry-After, and recovers without a restart.
-	s := startStack(t, serverURL, freePort(t), false)
+	s := startStack(t, realmYAML(serverURL), freePort(t), false)
 	if a := call(t, "GET", s.Ops+"/readyz", "", nil); a.Status != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz with the provider down: want 503, got %s", a)
 	}
@@ -149,4 +149,59 @@ func TestProxyProviderOutageAndKeyRotation(t *testing.T) {
 	if s.proxyProc.exited() {
 		t.Fatal("the proxy exited")
 	}
+}
+
+// TestProxyPlainIssuer runs the provider as an issuer that is not a
+// Keycloak realm (issuer http://127.0.0.1:PORT, endpoints under /oauth2,
+// no /realms path anywhere) and idp-proxy with idp.issuer_url: bearer
+// tokens, the login flow, refresh and logout all go through the endpoints
+// of the discovery document.
+func TestProxyPlainIssuer(t *testing.T) {
+	var tokens []string
+	t.Parallel()
+	requireTools(t, needProvider)
+	proxyPort := freePort(t)
+	p := startProvider(t, providerOptions{
+		Plain:        true,
+		RedirectURIs: []string{"http://127.0.0.1:" + strconv.Itoa(proxyPort) + "/auth/callback"},
+	})
+	if strings.Contains(p.Issuer, "/realms/") {
+		t.Fatalf("plain issuer %q", p.Issuer)
+	}
+	s := startStack(t, issuerYAML(p.Issuer), proxyPort, true)
+	link := map[string]string{"url": "https://example.com/plain-issuer"}
+
+	svcTok := serviceToken(t, p)
+	tokens = append(tokens, svcTok)
+	t.Run("service token", func(t *testing.T) {
+		created(t, call(t, "POST", s.Proxy+"/shorten", svcTok, link))
+	})
+	t.Run("no token 401, the issuer as realm", func(t *testing.T) {
+		refusedIn(t, call(t, "POST", s.Proxy+"/shorten", "", link), http.StatusUnauthorized, "", p.Issuer)
+	})
+	alice := proxyLogin(t, s, "alice", "alice-password")
+	bob := proxyLogin(t, s, "bob", "bob-password")
+	tokens = append(tokens, alice.AccessToken, alice.RefreshToken, alice.IDToken, bob.AccessToken, bob.RefreshToken, bob.IDToken)
+	t.Run("user tokens from the login flow", func(t *testing.T) {
+		created(t, call(t, "POST", s.Proxy+"/shorten", alice.AccessToken, link))
+		refusedIn(t, call(t, "POST", s.Proxy+"/shorten", bob.AccessToken, link), http.StatusForbidden, "insufficient_scope", p.Issuer)
+	})
+	t.Run("refresh and logout at the discovered endpoints", func(t *testing.T) {
+		a := call(t, "POST", s.Proxy+"/auth/refresh", "", map[string]string{"refresh_token": alice.RefreshToken})
+		var fresh tokenDocument
+		if a.Status != http.StatusOK || json.Unmarshal(a.Body, &fresh) != nil || fresh.AccessToken == "" {
+			t.Fatalf("POST /auth/refresh: %s", a)
+		}
+		tokens = append(tokens, fresh.AccessToken, fresh.RefreshToken)
+		a = call(t, "POST", s.Proxy+"/auth/logout", "", map[string]string{"refresh_token": alice.RefreshToken})
+		var out struct {
+			ProviderLogout string `json:"provider_logout"`
+		}
+		if a.Status != http.StatusOK || json.Unmarshal(a.Body, &out) != nil || out.ProviderLogout != "done" {
+			t.Fatalf("POST /auth/logout: %s", a)
+		}
+	})
+	t.Run("no token in the logs", func(t *testing.T) {
+		s.checkNoTokensLogged(t, tokens...)
+	})
 }

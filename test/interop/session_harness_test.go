@@ -143,7 +143,7 @@ type sessionProxyOptions struct {
 // documented keys of config.example.yaml. /app/ needs the realm role
 // creator (alice has it), /public/ is public, everything else is denied.
 func sessionProxyConfig(o sessionProxyOptions, opsAddr string) string {
-	return proxyYAMLHead("127.0.0.1:"+strconv.Itoa(o.port), opsAddr, o.upstream, o.serverURL, o.publicURL, "") + fmt.Sprintf(`routes:
+	return proxyYAMLHead("127.0.0.1:"+strconv.Itoa(o.port), opsAddr, o.upstream, realmYAML(o.serverURL), o.publicURL, "") + fmt.Sprintf(`routes:
   - match: GET /public/
     public: true
   - match: GET /app/

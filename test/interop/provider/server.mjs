@@ -32,6 +32,8 @@ function usage(msg) {
   --post-logout-redirect-uri URI[,URI]  shortener post-logout redirect URIs      (env PROVIDER_POST_LOGOUT_REDIRECT_URIS, default: origin + "/" of each redirect URI)
   --access-token-ttl SECONDS     access token lifetime                           (env PROVIDER_ACCESS_TOKEN_TTL, default 300)
   --backchannel-logout-uri URI   shortener's back-channel logout URI             (env PROVIDER_BACKCHANNEL_LOGOUT_URI, default: none)
+  --plain                        an issuer that is not a Keycloak realm: issuer http://127.0.0.1:PORT,
+                                 endpoints under /oauth2                        (env PROVIDER_PLAIN=1)
   --verbose                      log requests to stderr                          (env PROVIDER_VERBOSE=1)
 `);
   process.exit(2);
@@ -49,6 +51,7 @@ try {
       'access-token-ttl': { type: 'string' },
       'backchannel-logout-uri': { type: 'string' },
       verbose: { type: 'boolean' },
+      plain: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -85,6 +88,7 @@ const ACCESS_TOKEN_TTL = Number(flags['access-token-ttl'] ?? env.PROVIDER_ACCESS
 if (!Number.isInteger(ACCESS_TOKEN_TTL) || ACCESS_TOKEN_TTL <= 0) usage('invalid access token ttl');
 const REFRESH_TOKEN_TTL = 1800;
 const VERBOSE = flags.verbose || env.PROVIDER_VERBOSE === '1';
+const PLAIN = flags.plain || env.PROVIDER_PLAIN === '1';
 
 const log = (...args) => process.stderr.write(`[provider] ${args.join(' ')}\n`);
 
@@ -247,8 +251,10 @@ ${error ? `<div class="error" id="input-error" role="alert">${esc(error)}</div>`
 // ---------------------------------------------------------------------------
 // provider
 
-const ISSUER_PATH = `/realms/${REALM}`;
-const OIDC = '/protocol/openid-connect';
+// --plain: the issuer is the origin itself and the endpoints sit at paths
+// only the discovery document names (the relying party must not guess).
+const ISSUER_PATH = PLAIN ? '' : `/realms/${REALM}`;
+const OIDC = PLAIN ? '/oauth2' : '/protocol/openid-connect';
 const LOGIN_ACTIONS = '/login-actions/authenticate';
 
 function configuration(jwks) {
@@ -741,7 +747,7 @@ async function main() {
       }
       const rest = pathname.slice(ISSUER_PATH.length) || '/';
 
-      if (rest === '/' || rest === '') {
+      if (!PLAIN && (rest === '/' || rest === '')) {
         // Keycloak's realm info document
         sendJSON(res, 200, {
           realm: REALM,
