@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+
+	"golang.org/x/oauth2"
 )
 
 // maxProviderResponse bounds discovery and JWKS documents.
@@ -22,6 +25,23 @@ type providerMetadata struct {
 	UserinfoEndpoint      string `json:"userinfo_endpoint"`
 	EndSessionEndpoint    string `json:"end_session_endpoint"`
 	RevocationEndpoint    string `json:"revocation_endpoint"`
+	// TokenAuthMethods are the client authentication methods of the
+	// token endpoint (client_secret_basic when absent: Discovery §3).
+	TokenAuthMethods []string `json:"token_endpoint_auth_methods_supported"`
+	// keycloak: a Keycloak realm's document (Config.ServerURL and Realm).
+	keycloak bool
+}
+
+// tokenAuthStyle is how the client authenticates at the token endpoint:
+// in the form (client_secret_post) for a Keycloak realm, as always, and
+// for any provider that lists it; otherwise HTTP Basic
+// (client_secret_basic), the default of OpenID Connect Discovery §3 and
+// the only method some providers accept.
+func (m *providerMetadata) tokenAuthStyle() oauth2.AuthStyle {
+	if m.keycloak || slices.Contains(m.TokenAuthMethods, "client_secret_post") {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
 }
 
 // keycloakDefaults fills absent endpoints with Keycloak's paths under issuer.
@@ -72,6 +92,7 @@ func discover(ctx context.Context, c *http.Client, issuer string, keycloak bool)
 			}
 		}
 	}
+	m.keycloak = keycloak
 	if keycloak {
 		m.keycloakDefaults(issuer)
 	} else if m.JWKSURI == "" {

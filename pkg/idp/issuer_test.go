@@ -292,3 +292,64 @@ func TestPlainIssuerWithoutLogoutEndpoints(t *testing.T) {
 		t.Errorf("Keycloak paths guessed: %v", kc)
 	}
 }
+
+// basicRecorder records whether token requests carried HTTP Basic
+// credentials.
+type basicRecorder struct {
+	mu    sync.Mutex
+	basic []bool
+}
+
+func (r *basicRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPost {
+		_, _, ok := req.BasicAuth()
+		r.mu.Lock()
+		r.basic = append(r.basic, ok)
+		r.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// The client authenticates at the token endpoint as the discovery document
+// allows: in the form when it lists client_secret_post (and always for a
+// Keycloak realm), else with HTTP Basic, Discovery's default.
+func TestTokenEndpointAuthMethod(t *testing.T) {
+	tests := []struct {
+		name    string
+		methods []string // nil: the field absent
+		plain   bool
+		basic   bool
+	}{
+		{"post listed", []string{"client_secret_basic", "client_secret_post"}, true, false},
+		{"basic only", []string{"client_secret_basic"}, true, true},
+		{"absent", nil, true, true},
+		{"keycloak realm, basic only listed", []string{"client_secret_basic"}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := idptest.NewServer(t, idptest.Options{PlainIssuer: tt.plain, Clients: []idptest.Client{reporter}, Discovery: func(doc map[string]any) {
+				if tt.methods == nil {
+					delete(doc, "token_endpoint_auth_methods_supported")
+				} else {
+					doc["token_endpoint_auth_methods_supported"] = tt.methods
+				}
+			}})
+			rec := &basicRecorder{}
+			p := newPlugin(t, srv, func(c *idp.Config) {
+				if tt.plain {
+					plainIssuer(srv, nil)(c)
+				}
+				c.ClientID, c.ClientSecret = reporter.ID, reporter.Secret
+				c.HTTPClient = &http.Client{Transport: rec}
+			})
+			if _, err := p.ClientCredentials(t.Context()).Token(); err != nil {
+				t.Fatal(err)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.basic) != 1 || rec.basic[0] != tt.basic {
+				t.Fatalf("token requests with Basic: %v, want [%v]", rec.basic, tt.basic)
+			}
+		})
+	}
+}

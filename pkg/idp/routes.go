@@ -162,7 +162,7 @@ func (p *Plugin) oauthConfig(scopes []string) (*oauth2.Config, error) {
 		Endpoint: oauth2.Endpoint{
 			AuthURL:   meta.AuthorizationEndpoint,
 			TokenURL:  meta.TokenEndpoint,
-			AuthStyle: oauth2.AuthStyleInParams,
+			AuthStyle: meta.tokenAuthStyle(),
 		},
 		RedirectURL: p.cfg.RedirectURI,
 		Scopes:      scopes,

@@ -21,7 +21,9 @@ var ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over
 // ClientCredentials returns a TokenSource of this client's own access
 // tokens (the client_credentials grant, spec §4.4): a form-encoded POST of
 // grant_type, client_id and client_secret (and scope when scopes are
-// given) to the provider's token endpoint — the discovered one; for a
+// given; with Config.IssuerURL, the client's credentials go in HTTP Basic
+// instead unless the discovery document lists client_secret_post) to the
+// provider's token endpoint — the discovered one; for a
 // Keycloak realm (ServerURL and Realm) before discovery has completed,
 // {server_url}/realms/{realm}/protocol/openid-connect/token. With
 // Config.IssuerURL nothing is guessed: before discovery, or when the
@@ -54,7 +56,7 @@ func (s *ccSource) Token() (*oauth2.Token, error) {
 	if cfg.ClientSecret == "" {
 		return nil, fmt.Errorf("%w: client_credentials needs client_secret", ErrConfig)
 	}
-	tokenURL, err := s.p.tokenEndpoint()
+	tokenURL, style, err := s.p.tokenEndpoint()
 	if err != nil {
 		return nil, fmt.Errorf("idp: client_credentials: %w", err)
 	}
@@ -63,7 +65,7 @@ func (s *ccSource) Token() (*oauth2.Token, error) {
 		ClientSecret: cfg.ClientSecret,
 		TokenURL:     tokenURL,
 		Scopes:       s.scopes,
-		AuthStyle:    oauth2.AuthStyleInParams,
+		AuthStyle:    style,
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, cfg.HTTPTimeout)
 	defer cancel()
@@ -74,19 +76,20 @@ func (s *ccSource) Token() (*oauth2.Token, error) {
 	return tok, nil
 }
 
-// tokenEndpoint returns the provider's token endpoint: the discovered one,
-// or for a Keycloak realm not discovered yet, Keycloak's path.
-func (p *Plugin) tokenEndpoint() (string, error) {
+// tokenEndpoint returns the provider's token endpoint and how to
+// authenticate there: the discovered one, or for a Keycloak realm not
+// discovered yet, Keycloak's path with the credentials in the form.
+func (p *Plugin) tokenEndpoint() (string, oauth2.AuthStyle, error) {
 	m := p.keys.meta.Load()
 	switch {
 	case m != nil && m.TokenEndpoint != "":
-		return m.TokenEndpoint, nil
+		return m.TokenEndpoint, m.tokenAuthStyle(), nil
 	case m != nil:
-		return "", &missingEndpointError{name: "token_endpoint"}
+		return "", 0, &missingEndpointError{name: "token_endpoint"}
 	case p.cfg.IssuerURL == "":
-		return p.issuer + "/protocol/openid-connect/token", nil
+		return p.issuer + "/protocol/openid-connect/token", oauth2.AuthStyleInParams, nil
 	}
-	return "", errNotDiscovered
+	return "", 0, errNotDiscovered
 }
 
 // ForwardToken returns a RoundTripper that sends the caller's access token
