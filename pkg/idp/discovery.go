@@ -28,17 +28,24 @@ type providerMetadata struct {
 	// TokenAuthMethods are the client authentication methods of the
 	// token endpoint (client_secret_basic when absent: Discovery §3).
 	TokenAuthMethods []string `json:"token_endpoint_auth_methods_supported"`
+	// RevocationAuthMethods are those of the revocation endpoint
+	// (client_secret_basic when absent: RFC 8414 §2).
+	RevocationAuthMethods []string `json:"revocation_endpoint_auth_methods_supported"`
 	// keycloak: a Keycloak realm's document (Config.ServerURL and Realm).
 	keycloak bool
 }
 
-// tokenAuthStyle is how the client authenticates at the token endpoint:
-// in the form (client_secret_post) for a Keycloak realm, as always, and
-// for any provider that lists it; otherwise HTTP Basic
-// (client_secret_basic), the default of OpenID Connect Discovery §3 and
+// tokenAuthStyle is how the client authenticates at the token endpoint;
+// see authStyle.
+func (m *providerMetadata) tokenAuthStyle() oauth2.AuthStyle { return m.authStyle(m.TokenAuthMethods) }
+
+// authStyle is how the client authenticates at an endpoint that supports
+// methods: in the form (client_secret_post) at a Keycloak realm, as
+// always, and where it is listed; otherwise HTTP Basic
+// (client_secret_basic), the default of the metadata specifications and
 // the only method some providers accept.
-func (m *providerMetadata) tokenAuthStyle() oauth2.AuthStyle {
-	if m.keycloak || slices.Contains(m.TokenAuthMethods, "client_secret_post") {
+func (m *providerMetadata) authStyle(methods []string) oauth2.AuthStyle {
+	if m.keycloak || slices.Contains(methods, "client_secret_post") {
 		return oauth2.AuthStyleInParams
 	}
 	return oauth2.AuthStyleInHeader

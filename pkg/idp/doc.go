@@ -85,9 +85,10 @@
 //     document with new tokens; the new access token is verified first; a
 //     refusal by the provider (invalid_grant, ...) is 401.
 //   - POST {prefix}/logout with an optional JSON {"refresh_token": "..."}:
-//     ends the session at the provider (a back-channel POST of the refresh
-//     token to the end-session endpoint, as Keycloak accepts it, and RFC
-//     7009 revocation, both with the client's credentials), clears the
+//     ends the session at the provider (at a Keycloak realm, a back-channel
+//     POST of the refresh token to the end-session endpoint, as Keycloak
+//     accepts it; at any provider, RFC 7009 revocation; both with the
+//     client's credentials), clears the
 //     access-token and login-state cookies and answers 200
 //     {"logged_out": true, "provider_logout": "done"|"failed"|"skipped"}.
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,8 +36,12 @@ func (r *pathRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 func (r *pathRecorder) keycloakPaths() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return keycloakPathsIn(r.paths)
+}
+
+func keycloakPathsIn(paths []string) []string {
 	var out []string
-	for _, p := range r.paths {
+	for _, p := range paths {
 		if strings.Contains(p, "/realms/") || strings.Contains(p, "/protocol/openid-connect") {
 			out = append(out, p)
 		}
@@ -238,7 +243,11 @@ func logoutOutcome(t *testing.T, e *flowEnv, refresh string) string {
 // The login redirect, the code exchange and the logout use the endpoints
 // of the discovery document.
 func TestPlainIssuerLoginFlow(t *testing.T) {
-	e := newFlowEnv(t, idptest.Options{PlainIssuer: true}, toIssuer)
+	rec := &pathRecorder{}
+	e := newFlowEnv(t, idptest.Options{PlainIssuer: true}, func(c *idp.Config) {
+		toIssuer(c)
+		c.HTTPClient = &http.Client{Transport: rec}
+	})
 	authURL := e.startLogin(t, "")
 	if got := authURL.Scheme + "://" + authURL.Host + authURL.Path; got != e.idp.AuthURL() {
 		t.Fatalf("login redirects to %s, want the discovered %s", got, e.idp.AuthURL())
@@ -249,6 +258,16 @@ func TestPlainIssuerLoginFlow(t *testing.T) {
 	}
 	if got := logoutOutcome(t, e, doc.RefreshToken); got != "done" {
 		t.Fatalf("provider_logout = %q, want done", got)
+	}
+	// Revoked (RFC 7009); the end-session endpoint is for browsers at a
+	// provider other than Keycloak, and gets no client secret.
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if !slices.Contains(rec.paths, idptest.PlainPrefix+"/revoke") || slices.Contains(rec.paths, idptest.PlainPrefix+"/logout") {
+		t.Fatalf("logout called %v, want the revocation endpoint and not the end-session endpoint", rec.paths)
+	}
+	if kc := keycloakPathsIn(rec.paths); len(kc) > 0 {
+		t.Errorf("Keycloak paths requested: %v", kc)
 	}
 }
 
@@ -351,5 +370,28 @@ func TestTokenEndpointAuthMethod(t *testing.T) {
 				t.Fatalf("token requests with Basic: %v, want [%v]", rec.basic, tt.basic)
 			}
 		})
+	}
+}
+
+// Revocation authenticates as its own metadata allows: HTTP Basic when
+// client_secret_post is not listed.
+func TestPlainIssuerRevocationAuthMethod(t *testing.T) {
+	rec := &basicRecorder{}
+	e := newFlowEnv(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) {
+		doc["revocation_endpoint_auth_methods_supported"] = []string{"client_secret_basic"}
+	}}, func(c *idp.Config) {
+		toIssuer(c)
+		c.HTTPClient = &http.Client{Transport: rec}
+	})
+	doc := decodeDoc(t, e.get(t, e.authorize(t, e.startLogin(t, ""))))
+	if got := logoutOutcome(t, e, doc.RefreshToken); got != "done" {
+		t.Fatalf("provider_logout = %q, want done", got)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	// The code exchange (form: the token endpoint lists client_secret_post),
+	// then the revocation (Basic).
+	if len(rec.basic) != 2 || rec.basic[0] || !rec.basic[1] {
+		t.Fatalf("POSTs with Basic: %v, want [false true]", rec.basic)
 	}
 }

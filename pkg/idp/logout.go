@@ -3,62 +3,70 @@ package idp
 import (
 	"context"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"golang.org/x/oauth2"
 )
 
-// providerLogout ends the provider session of refreshToken: a back-channel
-// POST to the end-session endpoint (Keycloak ends the whole SSO session
-// for client_id, client_secret and refresh_token), then RFC 7009
-// revocation of the token. It answers "done" when at least one succeeded,
-// "failed" when none did, "skipped" when the provider publishes neither
-// endpoint (before discovery, a Keycloak realm's are its Keycloak paths;
-// another issuer has none).
+// providerLogout ends the provider session of refreshToken. At a Keycloak
+// realm: a back-channel POST to the end-session endpoint (Keycloak ends
+// the whole SSO session for client_id, client_secret and refresh_token),
+// then RFC 7009 revocation of the token. At another issuer, revocation
+// only: its end-session endpoint is for browsers (RP-Initiated Logout), and
+// must not receive the client's secret. It answers "done" when at least
+// one call succeeded, "failed" when none did, "skipped" when the provider
+// publishes no endpoint to call (before discovery, a Keycloak realm's are
+// its Keycloak paths; another issuer has none).
 func (a *authRoutes) providerLogout(ctx context.Context, refreshToken string) string {
+	keycloak := a.cfg.IssuerURL == ""
 	meta := a.p.keys.meta.Load()
 	if meta == nil {
-		meta = &providerMetadata{}
-		if a.cfg.IssuerURL == "" {
+		meta = &providerMetadata{keycloak: keycloak}
+		if keycloak {
 			meta.keycloakDefaults(a.p.issuer)
 		}
 	}
-	form := url.Values{"client_id": {a.cfg.ClientID}}
-	if a.cfg.ClientSecret != "" {
-		form.Set("client_secret", a.cfg.ClientSecret)
+	called, ok := false, false
+	if keycloak && meta.EndSessionEndpoint != "" {
+		called = true
+		ok = a.postForm(ctx, "end session", meta.EndSessionEndpoint, url.Values{"refresh_token": {refreshToken}}, oauth2.AuthStyleInParams)
 	}
-	ended := false
-	if meta.EndSessionEndpoint != "" {
-		f := maps.Clone(form)
-		f.Set("refresh_token", refreshToken)
-		ended = a.postForm(ctx, "end session", meta.EndSessionEndpoint, f)
-	}
-	revoked := false
 	if meta.RevocationEndpoint != "" {
-		f := maps.Clone(form)
-		f.Set("token", refreshToken)
-		f.Set("token_type_hint", "refresh_token")
-		revoked = a.postForm(ctx, "revocation", meta.RevocationEndpoint, f)
+		called = true
+		f := url.Values{"token": {refreshToken}, "token_type_hint": {"refresh_token"}}
+		ok = a.postForm(ctx, "revocation", meta.RevocationEndpoint, f, meta.authStyle(meta.RevocationAuthMethods)) || ok
 	}
 	switch {
-	case ended || revoked:
-		return "done"
-	case meta.EndSessionEndpoint == "" && meta.RevocationEndpoint == "":
+	case !called:
 		return "skipped"
+	case ok:
+		return "done"
 	}
 	return "failed"
 }
 
-// postForm POSTs form to endpoint within HTTPTimeout and reports a 2xx
-// answer. Failures are logged without the form (it holds secrets).
-func (a *authRoutes) postForm(ctx context.Context, what, endpoint string, form url.Values) bool {
+// postForm POSTs form with the client's credentials (in the form, or HTTP
+// Basic as RFC 6749 §2.3.1 encodes them) to endpoint within HTTPTimeout
+// and reports a 2xx answer. Failures are logged without the form (it holds
+// secrets).
+func (a *authRoutes) postForm(ctx context.Context, what, endpoint string, form url.Values, style oauth2.AuthStyle) bool {
+	if style == oauth2.AuthStyleInParams || a.cfg.ClientSecret == "" {
+		form.Set("client_id", a.cfg.ClientID)
+		if a.cfg.ClientSecret != "" {
+			form.Set("client_secret", a.cfg.ClientSecret)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.HTTPTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
 		a.cfg.Logger.Warn("idp: logout: "+what, "error", err)
 		return false
+	}
+	if _, inForm := form["client_id"]; !inForm {
+		req.SetBasicAuth(url.QueryEscape(a.cfg.ClientID), url.QueryEscape(a.cfg.ClientSecret))
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := a.cfg.HTTPClient.Do(req)
