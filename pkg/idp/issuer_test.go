@@ -224,6 +224,16 @@ func TestIssuerDiscoveryRefused(t *testing.T) {
 // plain issuer's: its ServerURL is the plain issuer.
 func toIssuer(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = c.ServerURL, "", "" }
 
+// newPlainFlowEnv is newFlowEnv against a plain issuer whose discovery
+// document edit changes (nil: none), the plugin calling it through rt.
+func newPlainFlowEnv(t *testing.T, edit func(doc map[string]any), rt http.RoundTripper) *flowEnv {
+	t.Helper()
+	return newFlowEnv(t, idptest.Options{PlainIssuer: true, Discovery: edit}, func(c *idp.Config) {
+		toIssuer(c)
+		c.HTTPClient = &http.Client{Transport: rt}
+	})
+}
+
 // logoutOutcome logs out with refresh and returns provider_logout.
 func logoutOutcome(t *testing.T, e *flowEnv, refresh string) string {
 	t.Helper()
@@ -244,10 +254,7 @@ func logoutOutcome(t *testing.T, e *flowEnv, refresh string) string {
 // of the discovery document.
 func TestPlainIssuerLoginFlow(t *testing.T) {
 	rec := &pathRecorder{}
-	e := newFlowEnv(t, idptest.Options{PlainIssuer: true}, func(c *idp.Config) {
-		toIssuer(c)
-		c.HTTPClient = &http.Client{Transport: rec}
-	})
+	e := newPlainFlowEnv(t, nil, rec)
 	authURL := e.startLogin(t, "")
 	if got := authURL.Scheme + "://" + authURL.Host + authURL.Path; got != e.idp.AuthURL() {
 		t.Fatalf("login redirects to %s, want the discovered %s", got, e.idp.AuthURL())
@@ -276,12 +283,7 @@ func TestPlainIssuerLoginFlow(t *testing.T) {
 // for client_credentials.
 func TestPlainIssuerWithoutTokenEndpoint(t *testing.T) {
 	rec := &pathRecorder{}
-	e := newFlowEnv(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) {
-		delete(doc, "token_endpoint")
-	}}, func(c *idp.Config) {
-		toIssuer(c)
-		c.HTTPClient = &http.Client{Transport: rec}
-	})
+	e := newPlainFlowEnv(t, func(doc map[string]any) { delete(doc, "token_endpoint") }, rec)
 	wantProblem(t, e.get(t, e.base+"/auth/login"), http.StatusServiceUnavailable, "token_endpoint")
 	wantProblem(t, e.post(t, "/auth/refresh", "application/json", `{"refresh_token":"abc"}`), http.StatusServiceUnavailable, "token_endpoint")
 	_, err := e.p.ClientCredentials(t.Context()).Token()
@@ -296,13 +298,10 @@ func TestPlainIssuerWithoutTokenEndpoint(t *testing.T) {
 // Without end-session and revocation endpoints, logout skips the provider.
 func TestPlainIssuerWithoutLogoutEndpoints(t *testing.T) {
 	rec := &pathRecorder{}
-	e := newFlowEnv(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) {
+	e := newPlainFlowEnv(t, func(doc map[string]any) {
 		delete(doc, "end_session_endpoint")
 		delete(doc, "revocation_endpoint")
-	}}, func(c *idp.Config) {
-		toIssuer(c)
-		c.HTTPClient = &http.Client{Transport: rec}
-	})
+	}, rec)
 	doc := decodeDoc(t, e.get(t, e.authorize(t, e.startLogin(t, ""))))
 	if got := logoutOutcome(t, e, doc.RefreshToken); got != "skipped" {
 		t.Fatalf("provider_logout = %q, want skipped", got)
@@ -377,12 +376,9 @@ func TestTokenEndpointAuthMethod(t *testing.T) {
 // client_secret_post is not listed.
 func TestPlainIssuerRevocationAuthMethod(t *testing.T) {
 	rec := &basicRecorder{}
-	e := newFlowEnv(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) {
+	e := newPlainFlowEnv(t, func(doc map[string]any) {
 		doc["revocation_endpoint_auth_methods_supported"] = []string{"client_secret_basic"}
-	}}, func(c *idp.Config) {
-		toIssuer(c)
-		c.HTTPClient = &http.Client{Transport: rec}
-	})
+	}, rec)
 	doc := decodeDoc(t, e.get(t, e.authorize(t, e.startLogin(t, ""))))
 	if got := logoutOutcome(t, e, doc.RefreshToken); got != "done" {
 		t.Fatalf("provider_logout = %q, want done", got)
