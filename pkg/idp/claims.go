@@ -2,7 +2,7 @@ package idp
 
 import (
 	"encoding/json"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
@@ -56,18 +56,58 @@ func (p *TokenPayload) Claim(name string, v any) bool {
 	return json.Unmarshal(raw, v) == nil
 }
 
-// User is the identity built from a verified access token (the
-// specification's current_user). It is shared between requests that present
-// the same token: treat it as read-only.
-type User struct {
-	Sub               string
-	PreferredUsername string
-	Email             string
-	Name              string
-	RealmRoles        []string
-	ClientRoles       map[string][]string // client ID -> roles
-	Scopes            []string
+// ClaimAt decodes the claim path names into v (with encoding/json; for a
+// keys(...) path v must be a *[]string and receives the object's keys).
+// It reports whether the claim was present (not absent, not null); the
+// error is an ErrInvalidToken for a path that crosses a value other than
+// an object or a name given twice, or the decoding error.
+func (p *TokenPayload) ClaimAt(path ClaimPath, v any) (bool, error) {
+	raw, err := token.Lookup(p.Raw, path.p)
+	if err != nil || raw == nil {
+		return false, err
+	}
+	if !path.p.Keys {
+		return true, json.Unmarshal(raw, v)
+	}
+	dst, ok := v.(*[]string)
+	if !ok {
+		return true, fmt.Errorf("idp: ClaimAt %s: want a *[]string for a keys(...) path, got %T", path, v)
+	}
+	keys, err := token.Keys(raw, path.p)
+	if err != nil {
+		return true, err
+	}
+	*dst = keys
+	return true, nil
 }
+
+// User is the identity built from a verified access token (the
+// specification's current_user) by the plugin's ClaimMapping. It is
+// shared between requests that present the same token: treat it as
+// read-only.
+type User struct {
+	Sub string
+	// PreferredUsername is the username: preferred_username with the
+	// Keycloak preset; the mapped username otherwise.
+	PreferredUsername string
+	Email             string // the mapped e-mail (email with both presets)
+	Name              string
+	// RealmRoles are the roles RequireRoles checks: realm_access.roles
+	// with the Keycloak preset, the mapped roles otherwise.
+	RealmRoles  []string
+	ClientRoles map[string][]string // client ID -> roles, from resource_access
+	// Groups are the groups RequireGroups checks: the groups claim (an
+	// array of strings; with the Keycloak preset only when the token
+	// carries one, as Keycloak's group-membership mapper writes it), or
+	// the mapped groups.
+	Groups []string
+	// Scopes are the scopes RequireScopes checks: scope split at
+	// spaces, else scp, or the mapped scopes.
+	Scopes []string
+}
+
+// HasGroup reports whether u is in the group.
+func (u *User) HasGroup(group string) bool { return contains(u.Groups, group) }
 
 // HasRealmRole reports whether u holds the realm role.
 func (u *User) HasRealmRole(role string) bool { return contains(u.RealmRoles, role) }
@@ -129,10 +169,11 @@ func userOf(c *token.Claims) *User {
 		Email:             c.Email,
 		Name:              c.Name,
 		RealmRoles:        c.RealmRoles,
-		Scopes:            strings.Fields(c.Scope),
+		Groups:            c.Groups,
+		Scopes:            c.Scopes(),
 	}
-	if len(u.Scopes) == 0 && len(c.SCP) > 0 {
-		u.Scopes = c.SCP
+	if m := c.Mapped; m != nil {
+		u.PreferredUsername, u.Email, u.RealmRoles, u.Groups, u.Scopes = m.Username, m.Email, m.Roles, m.Groups, m.Scopes
 	}
 	if len(c.ResourceAccess) > 0 {
 		u.ClientRoles = make(map[string][]string, len(c.ResourceAccess))

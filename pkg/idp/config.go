@@ -95,6 +95,11 @@ type Config struct {
 	// client IDs of services calling with client_credentials tokens. [none]
 	OptionalAudiences []string
 
+	// Claims says where the username, e-mail, roles, groups and scopes
+	// are read from a token: a preset (Keycloak's claims, or a generic
+	// provider's) and claim paths overriding it. [the Keycloak preset]
+	Claims ClaimMapping
+
 	// JWKSCacheTTL is how long fetched keys are used before a refresh. [1h]
 	JWKSCacheTTL time.Duration
 	// Algorithms are the accepted signature algorithms. [RS256]
@@ -262,6 +267,9 @@ func (c Config) validate() error {
 	}
 	if c.ClientID == "" {
 		bad("client_id is required")
+	}
+	if err := c.Claims.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.TokenLocation {
 	case TokenLocationHeader, TokenLocationCookie:

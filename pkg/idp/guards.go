@@ -47,13 +47,14 @@ type GuardFunc func(u *User) bool
 func (f GuardFunc) Allow(u *User) bool { return f(u) }
 
 type listGuard struct {
-	kind     string // "roles", "client_roles", "scopes"
+	kind     string // "roles", "client_roles", "scopes", "groups"
 	clientID string
 	strategy MatchStrategy
 	items    []string
 }
 
-// RequireRoles requires realm roles (realm_access.roles), matched exactly
+// RequireRoles requires roles (User.RealmRoles: realm_access.roles, or
+// the claim the ClaimMapping names), matched exactly
 // with strategy s. It panics when no role is given: that is a programming
 // error, like an invalid ServeMux pattern.
 func RequireRoles(s MatchStrategy, roles ...string) Guard {
@@ -69,10 +70,17 @@ func RequireClientRoles(clientID string, s MatchStrategy, roles ...string) Guard
 	return newListGuard("client_roles", clientID, s, roles)
 }
 
-// RequireScopes requires scopes of the token's scope claim, matched exactly
+// RequireScopes requires scopes (User.Scopes: the scope claim, or the
+// claim the ClaimMapping names), matched exactly
 // with strategy s.
 func RequireScopes(s MatchStrategy, scopes ...string) Guard {
 	return newListGuard("scopes", "", s, scopes)
+}
+
+// RequireGroups requires groups (User.Groups: the groups claim, or the
+// claim the ClaimMapping names), matched exactly with strategy s.
+func RequireGroups(s MatchStrategy, groups ...string) Guard {
+	return newListGuard("groups", "", s, groups)
 }
 
 func newListGuard(kind, clientID string, s MatchStrategy, items []string) Guard {
@@ -102,6 +110,8 @@ func (g listGuard) Allow(u *User) bool {
 		have = u.ClientRoles[g.clientID]
 	case "scopes":
 		have = u.Scopes
+	case "groups":
+		have = u.Groups
 	}
 	for _, want := range g.items {
 		ok := contains(have, want)

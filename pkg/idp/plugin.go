@@ -27,6 +27,7 @@ type Plugin struct {
 	cache       *tokenCache
 	sessions    *sessionManager // nil without Config.Session
 	intern      *token.Interner // claim strings shared between tokens (see token.DecodeClaims)
+	mapping     *token.Mapping  // Config.Claims; nil for the Keycloak preset as is
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
@@ -56,7 +57,9 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		cfg.HTTPClient = defaultHTTPClient(cfg.HTTPTimeout)
 	}
 	issuer := cfg.Issuer()
+	mapping, _ := cfg.Claims.compile() // validated above
 	p := &Plugin{
+		mapping:     mapping,
 		cfg:         cfg,
 		issuer:      issuer,
 		realmQuoted: quoteRealm(cfg.challengeRealm()),

@@ -94,7 +94,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		// Verified before: only the claims are decoded again (they
 		// decoded and passed every check then; time only moves on, and
 		// the cache never serves at or past exp).
-		if c, err := token.DecodeClaims(p.intern, payload); err == nil {
+		if c, err := p.decodeClaims(payload); err == nil {
 			id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
 			p.cache.promote(key, id, exp, snap.gen)
 			return id, nil
@@ -115,7 +115,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := token.DecodeClaims(p.intern, t.Payload)
+	c, err := p.decodeClaims(t.Payload)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +128,14 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
 	p.cache.put(key, id, token.NumericTime(c.Exp), now, used.gen)
 	return id, nil
+}
+
+// decodeClaims decodes an access token's claims with the claim mapping.
+func (p *Plugin) decodeClaims(payload []byte) (*token.Claims, error) {
+	if p.mapping == nil {
+		return token.DecodeClaims(p.intern, payload)
+	}
+	return token.DecodeMapped(p.intern, payload, p.mapping)
 }
 
 // verifySignature checks t's signature with the key the header selects

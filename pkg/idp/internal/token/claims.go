@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -32,6 +33,11 @@ type Claims struct {
 	EmailVerified                      bool
 	RealmRoles                         []string
 	ResourceAccess                     map[string]Access
+	Groups                             []string // groups, read leniently like roles
+
+	// Mapped is the identity a Mapping read (DecodeMapped); nil from
+	// DecodeClaims.
+	Mapped *Mapped
 
 	// Markers of ID tokens, kept only to refuse them: the presence of
 	// nonce, at_hash and c_hash.
@@ -66,6 +72,7 @@ const (
 	cNonce
 	cAtHash
 	cCHash
+	cGroups
 )
 
 var claimBits = map[string]int{
@@ -73,6 +80,7 @@ var claimBits = map[string]int{
 	"azp": cAzp, "typ": cTyp, "scope": cScope, "scp": cScp, "sid": cSid, "session_state": cSessionState,
 	"realm_access": cRealmAccess, "resource_access": cResourceAccess, "preferred_username": cPreferredUsername,
 	"email": cEmail, "email_verified": cEmailVerified, "name": cName, "nonce": cNonce, "at_hash": cAtHash, "c_hash": cCHash,
+	"groups": cGroups,
 }
 
 // DecodeClaims decodes the payload once, matching claim names exactly.
@@ -81,9 +89,23 @@ var claimBits = map[string]int{
 // per-token ones (sub, jti, sid, e-mail, names) never do. Errors are
 // invalid-token errors with a client-safe reason.
 func DecodeClaims(in *Interner, payload []byte) (*Claims, error) {
+	return decode(in, payload, nil)
+}
+
+// decode is DecodeClaims, and DecodeMapped when m is not nil.
+func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 	c := &Claims{Raw: payload}
 	seen := 0
+	var vals [][]byte // the top-level values m's paths start at
+	if m != nil {
+		vals = m.mappedValues()
+	}
 	err := EachMember(nil, payload, func(name string, v []byte) error {
+		if m != nil {
+			if err := m.capture(vals, name, v); err != nil {
+				return err
+			}
+		}
 		bit, read := claimBits[name]
 		if !read {
 			return nil
@@ -158,13 +180,31 @@ func DecodeClaims(in *Interner, payload []byte) (*Claims, error) {
 			c.ATHash = true
 		case cCHash:
 			c.CHash = true
+		case cGroups:
+			c.Groups = lenientStrings(in, v)
 		}
 		return nil
 	})
 	if errors.Is(err, errJSON) {
 		return nil, Invalid("malformed token", err)
 	}
-	return c, err
+	if err == nil && m != nil {
+		c.Mapped, err = m.resolve(in, vals, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Scopes returns Keycloak's reading of the scopes: scope split at
+// spaces, else scp.
+func (c *Claims) Scopes() []string {
+	s := strings.Fields(c.Scope)
+	if len(s) == 0 && len(c.SCP) > 0 {
+		return c.SCP
+	}
+	return s
 }
 
 // lenientStrings reads an array's string elements, skipping the others;
