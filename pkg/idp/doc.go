@@ -50,6 +50,28 @@
 // A proxy in front of an application also needs the plugin's cookies and
 // routes: Cookies returns them as one value (CookieSet).
 //
+// # Claim mapping
+//
+// Config.Claims (a ClaimMapping) says where the username, e-mail, roles,
+// groups and scopes are read: PresetKeycloak (the default:
+// preferred_username, email, realm_access.roles, groups when present,
+// scope else scp; read leniently, as always, at no extra cost) or
+// PresetGeneric (username from preferred_username, else email, else sub;
+// email; roles; groups; scope as a space-separated string, else scp as a
+// string or an array), each field overridable by a claim path. Mapped
+// fields are strict: a claim of the wrong type, or a name given twice,
+// makes the token invalid. The guards (RequireRoles, RequireScopes,
+// RequireGroups) and User read the mapped values; client roles always
+// come from resource_access.
+//
+// A claim path (ParseClaimPath) is a top-level claim name, nested by '.'
+// (realm_access.roles); a path that contains ':' or '/' and no '[' is one
+// name, dots included (https://example.com/roles,
+// urn:zitadel:iam:org:project:roles); a JSON string in brackets is one
+// name whatever it holds (["a.b"], ["https://example.com/app"].teams);
+// keys(P) names the keys of the object at P. TokenPayload.ClaimAt reads
+// any claim by path.
+//
 // # The /auth routes
 //
 // With Config.IncludeRoutes, Plugin.Routes serves the authorization-code

@@ -52,6 +52,9 @@ func Compile(f File, o CompileOptions) (*Compiled, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if !checked.IDP.Claims.valid() {
+		ic.Claims = idp.ClaimMapping{} // reported under its keys above, not again by pkg/idp
+	}
 	pc, err := proxy.Compile(checked.Proxy(), checked.IDP.withoutIssuerFormProblem(ic))
 	if err != nil {
 		errs = append(errs, err)
@@ -160,6 +163,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		HTTPTimeout:       c.HTTPTimeout,
 		Leeway:            idpNone(c.Leeway),
 		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
+		Claims:            c.Claims.mapping(),
 	}
 	if session != "" {
 		ic.SessionSecret = []byte(session)

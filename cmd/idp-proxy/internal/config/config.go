@@ -76,6 +76,8 @@ type IDP struct {
 	// VerifiedCacheSize bounds the cache of verified tokens; 0 disables
 	// it. [10000]
 	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
+	// Claims says where the identity is read from a token.
+	Claims Claims `mapstructure:"claims"`
 }
 
 // Server bounds the proxy's listeners.
@@ -148,6 +150,7 @@ func Default() File {
 			Leeway:        id.Leeway,
 
 			VerifiedCacheSize: id.VerifiedCacheSize,
+			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
 		},
 		DefaultPolicy: pd.DefaultPolicy,
 		Headers:       pd.Headers,

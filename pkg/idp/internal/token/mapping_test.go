@@ -93,3 +93,31 @@ func TestDecodeMapped(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeMapped decodes an Entra-shaped payload with the generic
+// preset's paths.
+func BenchmarkDecodeMapped(b *testing.B) {
+	payload := []byte(`{"aud":"shortener","iss":"https://login.example.com/72f988bf/v2.0","iat":1795440225,"nbf":1795440225,"exp":1795443825,` +
+		`"email":"alice@example.com","groups":["a1b2c3d4-0000-4000-8000-000000000001","a1b2c3d4-0000-4000-8000-000000000002"],` +
+		`"name":"Alice Example","oid":"0f1e2d3c-4b5a-6978-8695-a4b3c2d1e0f9","preferred_username":"alice@example.com",` +
+		`"roles":["Reports.Read","creator"],"scp":["User.Read","Files.Read"],"sub":"AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ",` +
+		`"tid":"72f988bf-86f1-41af-91ab-2d7cd011db47","uti":"fqiBqXLPj0eQa82S-IYFAA","ver":"2.0"}`)
+	m, err := NewMapping(Mapping{
+		Username: []Path{mustPath(b, "preferred_username"), mustPath(b, "email"), mustPath(b, "sub")},
+		Email:    []Path{mustPath(b, "email")},
+		Roles:    []Path{mustPath(b, "roles")},
+		Groups:   []Path{mustPath(b, "groups")},
+		Scopes:   []Path{mustPath(b, "scope"), mustPath(b, "scp")},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := NewInterner()
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeMapped(in, payload, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
