@@ -30,6 +30,13 @@ func (p *Plugin) Verify(ctx context.Context, raw string) (*TokenPayload, error) 
 	return id.Payload, nil
 }
 
+// VerifyIdentity is Verify returning the whole Identity: the claims and
+// the User the claim mapping reads from them. The Identity is shared
+// between calls with the same token: treat it as read-only.
+func (p *Plugin) VerifyIdentity(ctx context.Context, raw string) (*Identity, error) {
+	return p.verify(ctx, raw)
+}
+
 // errTokenTooLarge: the token is longer than Config.MaxTokenBytes.
 var errTokenTooLarge = invalid("token too large", nil)
 

@@ -40,6 +40,7 @@ type userJSON struct {
 	Email             string              `json:"email,omitempty"`
 	RealmRoles        []string            `json:"realm_roles"`
 	ClientRoles       map[string][]string `json:"client_roles,omitempty"`
+	Groups            []string            `json:"groups,omitempty"`
 	Scopes            []string            `json:"scopes,omitempty"`
 	// ExpiresAt is left out past the year 9999, which RFC 3339 (and
 	// time.Time's MarshalJSON) cannot write; claims.exp holds the number.
@@ -105,19 +106,19 @@ configured rules (which needs the whole configuration) and adds
 				}
 			}
 			v := verdict{Issuer: p.Issuer()}
-			var tp *idp.TokenPayload
+			var id *idp.Identity
 			// Refresh joins the plugin's first key fetch and says why it
 			// failed (provider unreachable, discovery naming another
 			// issuer, no jwks_uri), which waiting for readiness would not.
 			if rerr := p.Refresh(ctx); rerr != nil && !p.Ready() {
 				err = fmt.Errorf("%w: %w", idp.ErrUnavailable, rerr)
 			} else {
-				tp, err = p.Verify(ctx, raw)
+				id, err = p.VerifyIdentity(ctx, raw)
 			}
 			switch {
 			case err == nil:
-				v.Decision, v.Claims = "valid", tp.Raw
-				u := userOf(tp)
+				v.Decision, v.Claims = "valid", id.Payload.Raw
+				u := userOf(id)
 				v.User = &u
 			case errors.Is(err, idp.ErrUnavailable):
 				v.Decision, v.Error = "unavailable", "the provider's keys could not be loaded: "+err.Error()
@@ -174,28 +175,25 @@ func readToken(args []string, stdin io.Reader) (string, error) {
 	return raw, nil
 }
 
-// userOf builds the identity the proxy would forward.
-func userOf(tp *idp.TokenPayload) userJSON {
+// userOf builds the identity the proxy would forward, as the claim
+// mapping reads it.
+func userOf(id *idp.Identity) userJSON {
 	u := userJSON{
-		Sub:               tp.Subject,
-		PreferredUsername: tp.PreferredUsername,
-		Email:             tp.Email,
-		RealmRoles:        tp.RealmAccess.Roles,
+		Sub:               id.User.Sub,
+		PreferredUsername: id.User.PreferredUsername,
+		Email:             id.User.Email,
+		RealmRoles:        id.User.RealmRoles,
+		ClientRoles:       id.User.ClientRoles,
+		Groups:            id.User.Groups,
 	}
-	if exp := tp.ExpiresAt.UTC(); exp.Year() <= 9999 {
+	if exp := id.Payload.ExpiresAt.UTC(); exp.Year() <= 9999 {
 		u.ExpiresAt = &exp
 	}
 	if u.RealmRoles == nil {
 		u.RealmRoles = []string{}
 	}
-	if len(tp.ResourceAccess) > 0 {
-		u.ClientRoles = make(map[string][]string, len(tp.ResourceAccess))
-		for c, a := range tp.ResourceAccess {
-			u.ClientRoles[c] = a.Roles
-		}
-	}
-	if tp.Scope != "" {
-		u.Scopes = strings.Fields(tp.Scope)
+	if len(id.User.Scopes) > 0 {
+		u.Scopes = id.User.Scopes
 	}
 	return u
 }
