@@ -30,18 +30,18 @@ type Claims struct {
 	AZP, Typ, Scope, SID, SessionState string
 	PreferredUsername, Email, Name     string
 	SCP                                []string
-	EmailVerified                      bool
 	RealmRoles                         []string
 	ResourceAccess                     map[string]Access
 	Groups                             []string // groups, read leniently like roles
-
-	// Mapped is the identity a Mapping read (DecodeMapped); nil from
-	// DecodeClaims.
-	Mapped *Mapped
+	EmailVerified                      bool     // beside the other booleans: Claims stays in its size class
 
 	// Markers of ID tokens, kept only to refuse them: the presence of
 	// nonce, at_hash and c_hash.
 	Nonce, ATHash, CHash bool
+
+	// Mapped is the identity a Mapping read (DecodeMapped); nil from
+	// DecodeClaims.
+	Mapped *Mapped
 
 	Raw []byte // the payload, shared, never modified
 }
