@@ -69,8 +69,8 @@ type UpstreamConfig struct {
 	ClientKeyFile  string `mapstructure:"client_key_file"`
 }
 
-// RouteConfig is one rule. With none of Public, Roles, ClientRoles and
-// Scopes, the rule admits any valid token.
+// RouteConfig is one rule. With none of Public, Roles, ClientRoles,
+// Scopes and Groups, the rule admits any valid token.
 type RouteConfig struct {
 	// Match is an http.ServeMux pattern: "[METHOD ][HOST]/[PATH]".
 	Match string `mapstructure:"match" yaml:"match"`
@@ -78,14 +78,18 @@ type RouteConfig struct {
 	// is still verified and its identity forwarded; an invalid one is
 	// dropped.
 	Public bool `mapstructure:"public" yaml:"public"`
-	// Roles are realm roles (realm_access.roles).
+	// Roles are the roles the claim mapping reads (idp.User.RealmRoles:
+	// realm_access.roles with the Keycloak preset).
 	Roles []string `mapstructure:"roles" yaml:"roles"`
 	// ClientRoles are roles by client ID (resource_access.<client>.roles).
 	ClientRoles map[string][]string `mapstructure:"client_roles" yaml:"client_roles"`
-	// Scopes are scopes of the token's scope claim.
+	// Scopes are scopes of the token's scope claim (or the claim the
+	// mapping names).
 	Scopes []string `mapstructure:"scopes" yaml:"scopes"`
+	// Groups are the groups the claim mapping reads (idp.User.Groups).
+	Groups []string `mapstructure:"groups" yaml:"groups"`
 	// Strategy is "all" (default) or "any", for each of Roles, every
-	// client's ClientRoles, and Scopes.
+	// client's ClientRoles, Scopes and Groups.
 	Strategy string `mapstructure:"strategy" yaml:"strategy"`
 }
 

@@ -172,10 +172,10 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		return nil, fmt.Errorf("proxy: %s: %w", name, err)
 	}
 	r := &rule{index: i, pattern: rc.Match, label: rc.Match}
-	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0
+	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0
 	if rc.Public {
 		if hasReq {
-			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles and scopes", name)
+			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes and groups", name)
 		}
 		if rc.Strategy != "" {
 			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
@@ -185,13 +185,16 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		return r, nil
 	}
 	if !hasReq && rc.Strategy != "" {
-		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles or scopes", name)
+		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles, scopes or groups", name)
 	}
 	if err := checkItems(rc.Roles); err != nil {
 		return nil, fmt.Errorf("proxy: %s: roles: %w", name, err)
 	}
 	if err := checkItems(rc.Scopes); err != nil {
 		return nil, fmt.Errorf("proxy: %s: scopes: %w", name, err)
+	}
+	if err := checkItems(rc.Groups); err != nil {
+		return nil, fmt.Errorf("proxy: %s: groups: %w", name, err)
 	}
 	var descs []string
 	if len(rc.Roles) > 0 {
@@ -220,6 +223,11 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 	}
 	if len(rc.Scopes) > 0 {
 		g := idp.RequireScopes(strategy, rc.Scopes...)
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
+	if len(rc.Groups) > 0 {
+		g := idp.RequireGroups(strategy, rc.Groups...)
 		r.guards = append(r.guards, g)
 		descs = append(descs, describe(g))
 	}
