@@ -104,13 +104,15 @@ type HeadersConfig struct {
 	ForwardToken bool `mapstructure:"forward_token"`
 	// User carries the sub claim. ["X-Auth-Request-User"]
 	User string `mapstructure:"user"`
-	// PreferredUsername carries preferred_username.
+	// PreferredUsername carries the username (preferred_username, or
+	// what idp.claims.username names).
 	// ["X-Auth-Request-Preferred-Username"]
 	PreferredUsername string `mapstructure:"preferred_username"`
 	// Email carries email, only when the token's email_verified claim is
 	// true. ["X-Auth-Request-Email"]
 	Email string `mapstructure:"email"`
-	// Roles carries the realm roles, comma-separated. ["X-Auth-Request-Roles"]
+	// Roles carries the roles (realm roles, or what idp.claims.roles
+	// names), comma-separated. ["X-Auth-Request-Roles"]
 	Roles string `mapstructure:"roles"`
 	// TrustForwarded keeps the client's X-Forwarded-For (appending the
 	// peer's address), X-Forwarded-Host, X-Forwarded-Proto and Forwarded.
