@@ -27,7 +27,10 @@ type MintOptions struct {
 
 // Mint signs claims as an access token of the realm with the current RS256
 // key. Absent claims get Keycloak's defaults: iss, iat (now), exp (now+5m),
-// jti, typ "Bearer", sub. A claim whose value is nil is left out.
+// jti, typ "Bearer", sub. A claim whose value is nil is left out: a token
+// shaped like another provider's leaves out typ ("typ": nil) and carries
+// that provider's claims as they are (roles, groups, scp, oid, namespaced
+// names such as "https://example.com/roles").
 func (s *Server) Mint(claims map[string]any) string {
 	return s.MintWith(MintOptions{}, claims)
 }
