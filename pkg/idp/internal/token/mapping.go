@@ -10,9 +10,9 @@ import (
 // the claim paths tried in order, the first present (not absent, not
 // null) one giving the value; a field without paths keeps DecodeClaims'
 // lenient reading of Keycloak's claim (preferred_username, email,
-// realm_access.roles, groups, scope else scp). Mapped claims are strict: a value of the
-// wrong type, or a name twice in an object on the way, makes the token
-// invalid. Build it with NewMapping.
+// realm_access.roles, groups, scope else scp). Mapped claims are strict:
+// a value of the wrong type, or a name twice in an object on the way,
+// makes the token invalid. Build it with NewMapping.
 type Mapping struct {
 	Username, Email       []Path // a string; for Username an empty string counts as absent
 	Roles, Groups, Scopes []Path // an array of strings, or keys(...) of an object; Scopes also a space-separated string
