@@ -120,7 +120,7 @@ type Config struct {
 	// Logger receives the plugin's logs; tokens are never logged. [discard]
 	Logger *slog.Logger
 	// Leeway is the clock skew tolerated on exp, nbf and iat. Set a negative
-	// value for none. [10s]
+	// value for none (it stays negative in Plugin.Config). [10s]
 	Leeway time.Duration
 	// Now returns the current time for claim checks. [time.Now]
 	Now func() time.Time
@@ -207,11 +207,11 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	switch {
-	case c.Leeway == 0:
+	// A negative Leeway ("none") stays negative, so that applying the
+	// defaults again (idp.New(ctx, p.Config())) cannot turn it into the
+	// default; checkTimes reads it as zero.
+	if c.Leeway == 0 {
 		c.Leeway = DefaultLeeway
-	case c.Leeway < 0:
-		c.Leeway = 0
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -237,6 +237,22 @@ func TestVerifyLeeway(t *testing.T) {
 	}
 }
 
+// A plugin made from another's effective Config keeps "no leeway": the
+// defaults applied twice must not turn the negative Leeway into the 10 s
+// default.
+func TestVerifyNoLeewaySurvivesConfig(t *testing.T) {
+	srv := idptest.NewServer(t)
+	strict := newPlugin(t, srv, func(c *idp.Config) { c.Leeway = -1 })
+	if l := strict.Config().Leeway; l >= 0 {
+		t.Fatalf("Config().Leeway = %v, want negative (none)", l)
+	}
+	again := newPlugin(t, srv, func(c *idp.Config) { *c = strict.Config() })
+	tok := srv.Mint(map[string]any{"aud": clientID, "exp": time.Now().Add(-5 * time.Second).Unix()})
+	if _, err := again.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+		t.Fatalf("a token expired 5 s ago passed a plugin made from a no-leeway Config: %v", err)
+	}
+}
+
 func TestVerifyTokenWithoutKID(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil)
