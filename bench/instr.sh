@@ -121,6 +121,12 @@ measure() {
 	wait "$vp" 2>/dev/null || true
 	local ir
 	ir=$(callgrind_annotate --auto=no "$work/cg.$name.1" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+	if ! [ "${n:-0}" -gt 0 ] 2>/dev/null || [ -z "$ir" ]; then
+		echo "bench/instr.sh: $name: no requests or no instruction count (requests: '${n:-}', instructions: '${ir:-}'):" >&2
+		echo "$out" >&2
+		tail -5 "$work/$name.log" >&2
+		exit 1
+	fi
 	echo "$name $n $((ir / n))"
 }
 
@@ -133,6 +139,11 @@ results=(
 	"$(measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench")"
 )
 
+# measure runs in a command substitution: its exit ends only that
+# subshell, so a failed case shows here as an empty result.
+for r in "${results[@]}"; do
+	[ -n "$r" ] || { echo "bench/instr.sh: a case failed (see above)" >&2; exit 1; }
+done
 base=$(awk '{print $3}' <<<"${results[0]}")
 naiveIR=$(awk '{print $3}' <<<"${results[3]}")
 echo "| case | requests | instructions/request | / bare-proxy | / naive-distinct |"
