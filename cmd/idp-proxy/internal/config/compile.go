@@ -121,7 +121,13 @@ func (f File) Proxy() proxy.Config {
 // reading the secret files, for the commands that need no rules (token,
 // verify). Logger, HTTPClient and the other Go-only fields are left for
 // the caller.
-func (f File) PluginConfig() (idp.Config, error) { return f.pluginConfig(false) }
+func (f File) PluginConfig() (idp.Config, error) {
+	ic, err := f.pluginConfig(false)
+	if err != nil {
+		return idp.Config{}, err
+	}
+	return ic, nil
+}
 
 // placeholderSecret stands for a secret that CompileOptions.NoSecrets
 // does not read.
@@ -130,19 +136,27 @@ const placeholderSecret = "(not checked: --no-secrets) 32+ bytes placeholder"
 func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 	c := f.IDP
 	var secret, session string
-	var err error
+	// A secret file that cannot be read is reported, and a placeholder
+	// stands for it, so that the rest of the section is still checked
+	// as written (a zero idp.Config would add "server_url is required"
+	// and the like).
+	var errs []error
+	read := func(name, inline, file string) string {
+		v, err := secretValue(name, inline, file)
+		if err != nil {
+			errs = append(errs, err)
+			return placeholderSecret
+		}
+		return v
+	}
 	if noSecrets {
 		if c.ClientSecret != "" || c.ClientSecretFile != "" {
 			secret = placeholderSecret
 		}
 		session = placeholderSecret
 	} else {
-		if secret, err = secretValue("idp.client_secret", c.ClientSecret, c.ClientSecretFile); err != nil {
-			return idp.Config{}, err
-		}
-		if session, err = secretValue("idp.session_secret", c.SessionSecret, c.SessionSecretFile); err != nil {
-			return idp.Config{}, err
-		}
+		secret = read("idp.client_secret", c.ClientSecret, c.ClientSecretFile)
+		session = read("idp.session_secret", c.SessionSecret, c.SessionSecretFile)
 	}
 	ic := idp.Config{
 		IssuerURL:         c.IssuerURL,
@@ -168,10 +182,13 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 	if session != "" {
 		ic.SessionSecret = []byte(session)
 	}
-	if ic.Session, err = f.Session.sessionConfig(noSecrets); err != nil {
-		return idp.Config{}, err
+	sc, err := f.Session.sessionConfig(noSecrets)
+	if err != nil {
+		errs = append(errs, err)
+		sc, _ = f.Session.sessionConfig(true) // the rest of the session section, without its secret file
 	}
-	return ic, nil
+	ic.Session = sc
+	return ic, errors.Join(errs...)
 }
 
 // idpNone returns a setting whose zero in the file means "none" (idp.leeway,

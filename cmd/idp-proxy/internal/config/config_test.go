@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -250,6 +251,16 @@ func TestSecretsFromFiles(t *testing.T) {
 	if _, err := c.Check(); err == nil || !strings.Contains(err.Error(), "idp.client_secret_file") {
 		t.Fatalf("missing secret file: %v", err)
 	}
+	// The unreadable file is the one problem: the rest of the idp section
+	// is still checked as written, not as an empty section.
+	c.IDP.SessionSecretFile = filepath.Join(dir, "nope-either")
+	_, err = c.Check()
+	var ke *KeyError
+	if err == nil || !errors.As(err, &ke) || strings.Contains(err.Error(), "required") ||
+		strings.Count(err.Error(), "\n") != 1 || !strings.Contains(err.Error(), "idp.session_secret_file") {
+		t.Fatalf("two missing secret files: want exactly their two errors, got:\n%v", err)
+	}
+	c.IDP.SessionSecretFile = sess
 	empty := filepath.Join(dir, "empty")
 	_ = os.WriteFile(empty, []byte("\n"), 0o600)
 	c.IDP.ClientSecretFile = empty
