@@ -32,6 +32,18 @@ func TestDefaultIsThePackagesDefaults(t *testing.T) {
 // TestZeroInTheFile: an absent key takes the default; a written zero of
 // idp.leeway and idp.verified_cache_size means none, which reaches pkg/idp
 // as its own spelling of none.
+// A zero that selects the default is the default in what Load returns, so
+// that serve uses what Compile checked.
+func TestLoadAppliesDefaultsOfZero(t *testing.T) {
+	f, err := Load(writeFile(t, "c.yaml", "listen: \"\"\nserver: {read_timeout: 0}\n"+minimalYAML), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Listen != DefaultListen || f.Server.ReadTimeout != Default().Server.ReadTimeout {
+		t.Fatalf("listen %q, read_timeout %s: want the defaults %q, %s", f.Listen, f.Server.ReadTimeout, DefaultListen, Default().Server.ReadTimeout)
+	}
+}
+
 func TestZeroInTheFile(t *testing.T) {
 	compile := func(yaml string) idp.Config {
 		t.Helper()

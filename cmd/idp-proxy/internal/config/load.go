@@ -142,7 +142,11 @@ func Load(path string, o LoadOptions) (File, error) {
 	if len(fromEnv) > 0 {
 		c.fromEnv = fromEnv
 	}
-	return c, nil
+	// A zero written for a setting whose zero selects the default (listen:
+	// "", server.read_timeout: 0) is the default for every command, as
+	// Compile checks it: serve must not listen on "" (any interface, a
+	// random port) after check-config said 127.0.0.1:4180.
+	return c.withDefaults(), nil
 }
 
 // blameEnvironment adds to err, for every key set by an environment
