@@ -153,6 +153,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// The last visit counts, before the store closes.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if cerr := svc.Close(cctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("demo: writing the last visit counts: %w", cerr))
+		}
+	}()
 	shortH, err := shortener.NewHandler(svc, shortener.HandlerOptions{
 		Owner: shortener.OwnerFromHeader(identityHeader),
 		Page:  true, // the web page at GET /, behind the sign-in

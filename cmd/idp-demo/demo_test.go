@@ -215,6 +215,17 @@ func TestDemoFlow(t *testing.T) {
 		t.Errorf("/readyz: %d", resp.StatusCode)
 	}
 
+	// A visit just before the stop (within the shortener's 1 s flush
+	// interval) is written by the shutdown, not lost.
+	resp, err = noRedirect.Get(link.ShortURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("GET %s: %d, want 302", link.ShortURL, resp.StatusCode)
+	}
+
 	stop()
 	st, err := boltstore.Open(filepath.Join(dir, "shortener.db"), boltstore.Options{})
 	if err != nil {
@@ -224,6 +235,9 @@ func TestDemoFlow(t *testing.T) {
 	l, err := st.Get(t.Context(), link.ShortCode)
 	if err != nil || l.URL != "https://example.com/alice" || l.CreatedBy == "" {
 		t.Fatalf("after restart: %+v, %v", l, err)
+	}
+	if l.Visits != 2 { // the redirect without a session above, and the one just before the stop
+		t.Errorf("after restart the link has %d visits, want 2 (the last one made just before the stop)", l.Visits)
 	}
 }
 
