@@ -341,16 +341,25 @@ func TestStoreFailures(t *testing.T) {
 
 	st.failCreate = errors.New("disk on fire at /secret/path")
 	rec := do(h, "POST", "/shorten", "application/json", `{"url":"https://example.com/x"}`)
-	d := checkProblem(t, rec, 500)
-	if strings.Contains(d.Detail, "fire") || !strings.Contains(logs.String(), "disk on fire") {
-		t.Fatalf("detail %q leaks or log %q misses the error", d.Detail, logs.String())
+	// A store failure is the store's outage, not a bug of the request or
+	// of the service: 503 naming the store, with Retry-After, on every
+	// operation.
+	d := checkProblem(t, rec, 503)
+	if strings.Contains(d.Detail, "fire") || !strings.Contains(d.Detail, "link store") || !strings.Contains(logs.String(), "disk on fire") {
+		t.Fatalf("detail %q leaks or does not name the store, or log %q misses the error", d.Detail, logs.String())
+	}
+	if rec.Header().Get("Retry-After") == "" {
+		t.Error("POST /shorten during a store failure: no Retry-After")
 	}
 
 	st.failGet = errors.New("read timeout")
 	rec = do(h, "GET", "/"+c.ShortCode, "", "")
 	d = checkProblem(t, rec, 503)
-	if strings.Contains(d.Detail, "timeout") {
-		t.Fatalf("detail leaks: %q", d.Detail)
+	if strings.Contains(d.Detail, "timeout") || !strings.Contains(d.Detail, "link store") {
+		t.Fatalf("detail leaks or does not name the store: %q", d.Detail)
+	}
+	if rec.Header().Get("Retry-After") == "" {
+		t.Error("GET /{code} during a store failure: no Retry-After")
 	}
 }
 

@@ -96,7 +96,7 @@ func (h *Handler) writeLinkError(w http.ResponseWriter, r *http.Request, err err
 		writeNoIdentity(w)
 	default:
 		h.svc.log.ErrorContext(r.Context(), "shortener: links API", "err", err)
-		problem.Write(w, http.StatusServiceUnavailable, "the link store is unavailable; try again later")
+		writeStoreUnavailable(w)
 	}
 }
 

@@ -33,7 +33,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 			writeGone(w, r)
 		default:
 			h.svc.log.ErrorContext(r.Context(), "shortener: resolve link", "code", code, "err", err)
-			problem.Write(w, http.StatusServiceUnavailable, "the link store is unavailable; try again later")
+			writeStoreUnavailable(w)
 		}
 		return
 	}

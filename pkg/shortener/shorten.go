@@ -109,7 +109,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, in linkBody, ow
 	} else {
 		h.svc.log.ErrorContext(r.Context(), "shortener: create link", "err", err)
 	}
-	problem.Write(w, http.StatusInternalServerError, "the link could not be stored; try again later")
+	writeStoreUnavailable(w)
 	return Link{}, false
 }
 
