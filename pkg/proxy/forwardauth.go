@@ -99,14 +99,15 @@ func (fa *forwardAuth) trusts(remoteAddr string) bool {
 // listener that only the ingress can reach (idp-proxy's
 // forward_auth.listen); other paths are 404. It needs
 // ForwardAuthConfig.Enabled.
-func (p *Proxy) ForwardAuthHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !p.fa.isVerify(r.URL.Path) {
-			problem.Write(w, http.StatusNotFound, "this listener serves forward-auth verdicts only: GET "+p.verifyPathOrDefault()+" or /oauth2/auth")
-			return
-		}
-		p.ServeHTTP(w, withTrust(r))
-	})
+func (p *Proxy) ForwardAuthHandler() http.Handler { return http.HandlerFunc(p.serveForwardAuth) }
+
+// serveForwardAuth serves one request of the forward-auth listener.
+func (p *Proxy) serveForwardAuth(w http.ResponseWriter, r *http.Request) {
+	if !p.fa.isVerify(r.URL.Path) {
+		problem.Write(w, http.StatusNotFound, "this listener serves forward-auth verdicts only: GET "+p.verifyPathOrDefault()+" or /oauth2/auth")
+		return
+	}
+	p.ServeHTTP(w, withTrust(r))
 }
 
 func (p *Proxy) verifyPathOrDefault() string {

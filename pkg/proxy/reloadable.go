@@ -53,7 +53,7 @@ func (rl *Reloadable) ForwardAuthHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g := rl.acquire()
 		defer g.inflight.Add(-1)
-		g.proxy.ForwardAuthHandler().ServeHTTP(w, r)
+		g.proxy.serveForwardAuth(w, r) // no handler built per request
 	})
 }
 
