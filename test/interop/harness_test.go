@@ -128,6 +128,9 @@ type providerOptions struct {
 	// Plain runs it as an issuer that is not a Keycloak realm: the issuer
 	// is http://127.0.0.1:PORT, the endpoints under /oauth2.
 	Plain bool
+	// Shape is the access tokens' claims: "" (Keycloak's), "entra" or
+	// "auth0" (with Plain, the issuer then ends in "/").
+	Shape string
 }
 
 // startProvider runs provider/server.mjs and waits for its readiness line.
@@ -152,6 +155,9 @@ func startProvider(t *testing.T, o providerOptions) *provider {
 	if o.Plain {
 		args = append(args, "--plain")
 	}
+	if o.Shape != "" {
+		args = append(args, "--shape", o.Shape)
+	}
 	cmd := exec.Command("node", args...)
 	cmd.Dir = filepath.Join(repoRoot, "test", "interop", "provider")
 	p := startProc(t, "provider", cmd)
@@ -174,7 +180,7 @@ func startProvider(t *testing.T, o providerOptions) *provider {
 	}
 	endpoints := ready.Issuer + "/protocol/openid-connect"
 	if o.Plain {
-		endpoints = ready.Issuer + "/oauth2"
+		endpoints = strings.TrimSuffix(ready.Issuer, "/") + "/oauth2"
 	}
 	return &provider{proc: p, Issuer: ready.Issuer, Port: ready.Port, KeysFile: o.KeysFile, KIDs: ready.SigningKIDs, endpoints: endpoints}
 }

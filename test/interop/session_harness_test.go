@@ -128,9 +128,12 @@ func jwtExp(tok string) int64 {
 
 // sessionProxyOptions configure one idp-proxy in session mode.
 type sessionProxyOptions struct {
-	name          string // for logs: "idp-proxy", "idp-proxy-a", ...
-	port          int    // its listener
-	serverURL     string // the provider
+	name      string // for logs: "idp-proxy", "idp-proxy-a", ...
+	port      int    // its listener
+	serverURL string // the provider, a Keycloak realm's server_url
+	// idp, when set, names the provider instead of serverURL: whole lines
+	// of the idp section (issuerYAML, a claim mapping).
+	idp           string
 	publicURL     string // where browsers reach it (a load balancer's URL for replicas)
 	upstream      string
 	store         string // cookie or redis
@@ -143,7 +146,11 @@ type sessionProxyOptions struct {
 // documented keys of config.example.yaml. /app/ needs the realm role
 // creator (alice has it), /public/ is public, everything else is denied.
 func sessionProxyConfig(o sessionProxyOptions, opsAddr string) string {
-	return proxyYAMLHead("127.0.0.1:"+strconv.Itoa(o.port), opsAddr, o.upstream, realmYAML(o.serverURL), o.publicURL, "") + fmt.Sprintf(`routes:
+	provider := o.idp
+	if provider == "" {
+		provider = realmYAML(o.serverURL)
+	}
+	return proxyYAMLHead("127.0.0.1:"+strconv.Itoa(o.port), opsAddr, o.upstream, provider, o.publicURL, "") + fmt.Sprintf(`routes:
   - match: GET /public/
     public: true
   - match: GET /app/
@@ -169,15 +176,22 @@ log:
 // waits until its keys are loaded.
 func startSessionProxy(t *testing.T, o sessionProxyOptions) *proc {
 	t.Helper()
-	_, bin := binaries(t)
 	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cfg := filepath.Join(t.TempDir(), o.name+".yaml")
-	if err := os.WriteFile(cfg, []byte(sessionProxyConfig(o, opsAddr)), 0o600); err != nil {
+	return startProxyYAML(t, o.name, sessionProxyConfig(o, opsAddr), opsAddr)
+}
+
+// startProxyYAML runs the idp-proxy binary with the configuration yaml,
+// whose metrics_listen is opsAddr, and waits until its keys are loaded.
+func startProxyYAML(t *testing.T, name, yaml, opsAddr string) *proc {
+	t.Helper()
+	_, bin := binaries(t)
+	cfg := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfg)
 	cmd.Env = cleanEnv()
-	p := startProc(t, o.name, cmd)
+	p := startProc(t, name, cmd)
 	waitHTTP(t, p, "http://"+opsAddr+"/readyz", http.StatusOK)
 	return p
 }

@@ -34,6 +34,9 @@ function usage(msg) {
   --backchannel-logout-uri URI   shortener's back-channel logout URI             (env PROVIDER_BACKCHANNEL_LOGOUT_URI, default: none)
   --plain                        an issuer that is not a Keycloak realm: issuer http://127.0.0.1:PORT,
                                  endpoints under /oauth2                        (env PROVIDER_PLAIN=1)
+  --shape keycloak|entra|auth0   the access tokens' claims: Keycloak's (default), Microsoft Entra ID's
+                                 (roles, groups, scp, oid, tid) or Auth0's (namespaced roles, permissions;
+                                 with --plain its issuer ends in "/", as Auth0's does)  (env PROVIDER_SHAPE)
   --verbose                      log requests to stderr                          (env PROVIDER_VERBOSE=1)
 `);
   process.exit(2);
@@ -52,6 +55,7 @@ try {
       'backchannel-logout-uri': { type: 'string' },
       verbose: { type: 'boolean' },
       plain: { type: 'boolean' },
+      shape: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -89,6 +93,8 @@ if (!Number.isInteger(ACCESS_TOKEN_TTL) || ACCESS_TOKEN_TTL <= 0) usage('invalid
 const REFRESH_TOKEN_TTL = 1800;
 const VERBOSE = flags.verbose || env.PROVIDER_VERBOSE === '1';
 const PLAIN = flags.plain || env.PROVIDER_PLAIN === '1';
+const SHAPE = flags.shape ?? env.PROVIDER_SHAPE ?? 'keycloak';
+if (!['keycloak', 'entra', 'auth0'].includes(SHAPE)) usage(`invalid shape ${SHAPE}: want keycloak, entra or auth0`);
 
 const log = (...args) => process.stderr.write(`[provider] ${args.join(' ')}\n`);
 
@@ -127,6 +133,15 @@ function loadOrCreateKeys(file) {
 
 const ACCOUNT_CLIENT_ROLES = ['manage-account', 'manage-account-links', 'view-profile'];
 
+// Entra ID names groups by object ID; the tests use these two.
+const GROUP_IDS = {
+  auditors: '5b3c7e1a-9d2f-4c8b-a6e0-1f4d3b2a9c71',
+  staff: 'c0d4e8f2-3a1b-4e7d-9c5f-8b2a6d1e0f34',
+};
+// Entra's tenant ID (tid) and Auth0's namespace for custom claims.
+const TENANT_ID = '9e1f2d3c-4b5a-4968-8776-a5b4c3d2e1f0';
+const AUTH0_NAMESPACE = 'https://idp-proxy.test/';
+
 const USERS = {
   alice: {
     id: 'f3b5a9d2-4c1e-4f6a-9b7d-2e8c1a0d5a11',
@@ -136,6 +151,11 @@ const USERS = {
     family_name: 'Liddell',
     realmRoles: ['offline_access', `default-roles-${REALM.toLowerCase()}`, 'creator'],
     clientRoles: { shortener: ['editor'], account: ACCOUNT_CLIENT_ROLES },
+    // --shape entra and auth0: app roles, group object IDs, delegated scopes, permissions
+    appRoles: ['creator'],
+    groupIds: [GROUP_IDS.auditors, GROUP_IDS.staff],
+    scp: ['links.read', 'links.create'],
+    permissions: ['read:links', 'create:links'],
   },
   bob: {
     id: '0c9e7b14-8a3d-4e2f-b6c1-5d4a3f2e1b0b',
@@ -145,6 +165,10 @@ const USERS = {
     family_name: 'Builder',
     realmRoles: ['offline_access', `default-roles-${REALM.toLowerCase()}`],
     clientRoles: { account: ACCOUNT_CLIENT_ROLES },
+    appRoles: [],
+    groupIds: [GROUP_IDS.staff],
+    scp: ['links.read'],
+    permissions: ['read:links'],
   },
 };
 const USERS_BY_ID = Object.fromEntries(Object.entries(USERS).map(([username, u]) => [u.id, { username, ...u }]));
@@ -154,6 +178,8 @@ const SERVICE_ACCOUNTS = {
     id: '7d2e9c4a-1b3f-4a5e-8c6d-9e0f1a2b3c4d',
     realmRoles: ['creator'],
     clientRoles: {},
+    appRoles: ['creator'],
+    permissions: ['create:links'],
   },
 };
 
@@ -254,6 +280,8 @@ ${error ? `<div class="error" id="input-error" role="alert">${esc(error)}</div>`
 // --plain: the issuer is the origin itself and the endpoints sit at paths
 // only the discovery document names (the relying party must not guess).
 const ISSUER_PATH = PLAIN ? '' : `/realms/${REALM}`;
+// Auth0's issuer is its origin with a trailing slash; tokens carry it so.
+const ISSUER_SLASH = PLAIN && SHAPE === 'auth0' ? '/' : '';
 const OIDC = PLAIN ? '/oauth2' : '/protocol/openid-connect';
 const LOGIN_ACTIONS = '/login-actions/authenticate';
 
@@ -393,7 +421,7 @@ ${form}
       customizers: {
         async jwt(ctx, token, jwt) {
           jwt.header = { typ: 'JWT' };
-          jwt.payload = keycloakShape(token, jwt.payload);
+          jwt.payload = SHAPES[SHAPE](token, jwt.payload);
         },
       },
     },
@@ -501,6 +529,67 @@ function keycloakShape(token, p) {
   };
   return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
 }
+
+// Microsoft Entra ID's v2.0 access token for an API: aud is the API's client
+// ID, sub a pairwise ID (oid is the user's object ID), app roles in roles,
+// group object IDs in groups, delegated scopes in scp, tenant in tid, no
+// e-mail verification claim. Entra writes scp as a space-separated string;
+// here it is an array, as Okta writes it, so that the tests cover that form
+// too (the generic claim mapping reads both).
+function entraShape(token, p) {
+  const app = token.kind === 'ClientCredentials';
+  const sa = app ? SERVICE_ACCOUNTS[p.client_id] : undefined;
+  const user = app ? undefined : USERS_BY_ID[p.sub];
+  const oid = app ? sa?.id : user?.id;
+  const out = {
+    aud: 'shortener',
+    iss: p.iss,
+    iat: p.iat,
+    nbf: p.iat,
+    exp: p.exp,
+    ...(app ? { idtyp: 'app' } : {
+      name: `${user.given_name} ${user.family_name}`,
+      preferred_username: user.email,
+      email: user.email,
+      groups: user.groupIds,
+      scp: user.scp,
+    }),
+    roles: (app ? sa?.appRoles : user?.appRoles)?.length ? (app ? sa.appRoles : user.appRoles) : undefined,
+    azp: p.client_id,
+    azpacr: '1',
+    oid,
+    sub: crypto.createHash('sha256').update(`${oid}:${p.client_id}`).digest('base64url').slice(0, 43),
+    tid: TENANT_ID,
+    uti: p.jti,
+    ver: '2.0',
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}
+
+// Auth0's access token for an API: iss ends in "/", sub is
+// "auth0|<id>" (or "<client>@clients" for a machine), aud the API plus the
+// userinfo URL, RBAC permissions, and roles only as a namespaced custom
+// claim written by an Action.
+function auth0Shape(token, p) {
+  const app = token.kind === 'ClientCredentials';
+  const sa = app ? SERVICE_ACCOUNTS[p.client_id] : undefined;
+  const user = app ? undefined : USERS_BY_ID[p.sub];
+  const out = {
+    [`${AUTH0_NAMESPACE}roles`]: app ? sa?.appRoles ?? [] : user.appRoles,
+    iss: p.iss,
+    sub: app ? `${p.client_id}@clients` : `auth0|${p.sub}`,
+    aud: app ? 'shortener' : ['shortener', `${p.iss}userinfo`],
+    iat: p.iat,
+    exp: p.exp,
+    scope: app ? undefined : (p.scope || 'openid profile email'),
+    gty: app ? 'client-credentials' : undefined,
+    azp: p.client_id,
+    permissions: app ? sa?.permissions ?? [] : user.permissions,
+  };
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
+}
+
+const SHAPES = { keycloak: keycloakShape, entra: entraShape, auth0: auth0Shape };
 
 // ---------------------------------------------------------------------------
 // HTTP plumbing
@@ -698,7 +787,7 @@ async function main() {
     server.listen(PORT, '127.0.0.1', resolve);
   });
   const { port } = server.address();
-  const issuer = `http://127.0.0.1:${port}${ISSUER_PATH}`;
+  const issuer = `http://127.0.0.1:${port}${ISSUER_PATH}${ISSUER_SLASH}`;
 
   const provider = new Provider(issuer, configuration(jwks));
   // Keycloak puts "sid" into every code-flow ID token and access token; oidc-provider
@@ -822,7 +911,7 @@ async function main() {
     issuer,
     port,
     realm: REALM,
-    discovery: `${issuer}/.well-known/openid-configuration`,
+    discovery: `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
     keys_file: KEYS_FILE || null,
     signing_kids: sig,
   })}\n`);
