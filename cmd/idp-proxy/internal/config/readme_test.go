@@ -1,0 +1,50 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const readmePath = "../../../../README.md"
+
+// yamlBlock is a fenced YAML block of the README.
+var yamlBlock = regexp.MustCompile("(?s)```yaml\n(.*?)```")
+
+// TestReadmeProviderSnippets loads and compiles every configuration of the
+// README's "Providers" section, as `idp-proxy check-config` would: each
+// is a complete file that users copy.
+func TestReadmeProviderSnippets(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Providers\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Providers" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	blocks := yamlBlock.FindAllStringSubmatch(section, -1)
+	if len(blocks) < 10 {
+		t.Fatalf("the Providers section has %d YAML blocks, want one per provider (10)", len(blocks))
+	}
+	dir := t.TempDir()
+	for i, m := range blocks {
+		name, _, _ := strings.Cut(strings.TrimPrefix(m[1], "# "), "\n")
+		path := filepath.Join(dir, "provider.yaml")
+		if err := os.WriteFile(path, []byte(m[1]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Load(path, LoadOptions{})
+		if err == nil {
+			_, err = Compile(f, CompileOptions{})
+		}
+		if err != nil {
+			t.Errorf("README Providers block %d (%s): %v", i+1, name, err)
+		}
+	}
+}
