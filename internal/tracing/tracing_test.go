@@ -1,0 +1,132 @@
+package tracing_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idp-proxy/idp-proxy/internal/tracing"
+	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
+)
+
+// setup points the OTEL_* variables at endpoint and returns the provider.
+func setup(t *testing.T, protocol, endpoint string) *tracing.Provider {
+	t.Helper()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	p, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "svc-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Protocol() != protocol {
+		t.Fatalf("protocol %q, want %q", p.Protocol(), protocol)
+	}
+	return p
+}
+
+func TestShutdownFlushes(t *testing.T) {
+	for _, tc := range []struct {
+		protocol string
+		recv     func(testing.TB) (*otlptest.Receiver, string)
+	}{
+		{tracing.ProtocolHTTP, func(t testing.TB) (*otlptest.Receiver, string) {
+			h := otlptest.NewHTTP(t)
+			return h.Receiver, h.Endpoint()
+		}},
+		{tracing.ProtocolGRPC, func(t testing.TB) (*otlptest.Receiver, string) {
+			g := otlptest.NewGRPC(t)
+			return g.Receiver, g.Endpoint()
+		}},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			rc, endpoint := tc.recv(t)
+			p := setup(t, tc.protocol, endpoint)
+			_, span := p.TracerProvider().Tracer("test").Start(context.Background(), "one")
+			span.End()
+			// The batcher's delay is 5 s: only the shutdown's flush can have
+			// sent the span by now.
+			if err := p.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			spans := rc.Spans()
+			if len(spans) != 1 || spans[0].Name != "one" || spans[0].Service != "svc-test" {
+				t.Fatalf("received:\n%s", otlptest.Dump(spans))
+			}
+		})
+	}
+}
+
+func TestServiceNameFromEnv(t *testing.T) {
+	h := otlptest.NewHTTP(t)
+	p := setup(t, tracing.ProtocolHTTP, h.Endpoint())
+	_ = p.Shutdown(context.Background())
+	t.Setenv("OTEL_SERVICE_NAME", "renamed")
+	p, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "svc-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := p.TracerProvider().Tracer("test").Start(context.Background(), "one")
+	span.End()
+	_ = p.Shutdown(context.Background())
+	if s := h.Spans(); len(s) != 1 || s[0].Service != "renamed" {
+		t.Fatalf("received:\n%s", otlptest.Dump(s))
+	}
+}
+
+func TestSetupRefusesUnknownSettings(t *testing.T) {
+	for _, tc := range []struct{ key, value, want string }{
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "thrift", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
+		{"OTEL_TRACES_SAMPLER", "sometimes", "OTEL_TRACES_SAMPLER"},
+		{"OTEL_TRACES_SAMPLER_ARG", "1.5", "OTEL_TRACES_SAMPLER_ARG"},
+	} {
+		env := map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", tc.key: tc.value}
+		_, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "x", Getenv: func(k string) string { return env[k] }})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%s: error %v, want one naming %s", tc.key, tc.value, err, tc.want)
+		}
+	}
+}
+
+func TestServerTrustsOnlyConfiguredCallers(t *testing.T) {
+	h := otlptest.NewHTTP(t)
+	p := setup(t, tracing.ProtocolHTTP, h.Endpoint())
+	trusted, err := tracing.ParsePrefixes([]string{"10.0.0.0/8", "192.0.2.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := tracing.NewServer(p.TracerProvider(), "test", trusted)
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, remote := range []string{"10.1.2.3:5000", "192.0.2.7:1", "[::ffff:10.0.0.1]:80", "192.0.2.8:1", "[::1]:80"} {
+		r := httptest.NewRequest("GET", "/x", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("Traceparent", parent)
+		r.Header.Set("Tracestate", "vendor=1")
+		ctx, span := srv.Start(r, "req "+remote)
+		out := http.Header{"Traceparent": {"stale"}}
+		tracing.Inject(ctx, out)
+		if got := out.Get("Traceparent"); got == "stale" || !strings.HasPrefix(got, "00-") {
+			t.Errorf("%s: injected traceparent %q", remote, got)
+		}
+		span.End()
+	}
+	_ = p.Shutdown(context.Background())
+	for _, s := range h.Spans() {
+		trust := strings.HasSuffix(s.Name, "10.1.2.3:5000") || strings.HasSuffix(s.Name, "192.0.2.7:1") || strings.HasSuffix(s.Name, "[::ffff:10.0.0.1]:80")
+		cont := s.TraceID == "0af7651916cd43dd8448eb211c80319c" && s.ParentID == "b7ad6b7169203331"
+		if cont != trust {
+			t.Errorf("%s: continued the caller's trace: %v, want %v", s.Name, cont, trust)
+		}
+		if !trust && (len(s.Links) != 1 || s.Links[0].SpanID != "b7ad6b7169203331" || s.ParentID != "") {
+			t.Errorf("%s: untrusted parent not a link of a new root: %+v", s.Name, s)
+		}
+	}
+	if _, err := tracing.ParsePrefixes([]string{"10.0.0.0/33"}); err == nil {
+		t.Error("10.0.0.0/33 parsed")
+	}
+}
