@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,7 +28,12 @@ type Options struct {
 	// DrainDelay is how long the listeners keep accepting after the stop
 	// signal (a stop with Drain set), while readiness already reports
 	// not ready, so that load balancers stop sending new requests before
-	// the listeners close. [0]
+	// the listeners close. From the start of the drain every answer
+	// carries "Connection: close": clients that keep connections alive
+	// (and ignore readiness) open a new one for their next request, which
+	// is refused once the listeners close, instead of sending it on a
+	// connection that the shutdown closes under it (an ambiguous outcome
+	// for a POST). [0]
 	DrainDelay time.Duration
 	// Drain, when not nil, is asked at stop time whether to drain (true
 	// on SIGTERM, false on SIGINT), and is told so by OnDrain.
@@ -95,8 +101,13 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 	o = o.withDefaults()
 	servers := make([]*http.Server, len(ls))
 	errc := make(chan error, len(ls))
+	var draining atomic.Bool
 	for i, l := range ls {
-		srv := New(l.Handler, o)
+		h := l.Handler
+		if o.DrainDelay > 0 {
+			h = closeWhenDraining(h, &draining)
+		}
+		srv := New(h, o)
 		servers[i] = srv
 		o.Logger.Info("listening", "server", l.Name, "addr", l.Listener.Addr().String(), "tls", l.TLS)
 		go func() {
@@ -121,6 +132,7 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 		if o.DrainDelay > 0 && (o.Drain == nil || o.Drain()) {
 			// Readiness fails first; the listeners keep accepting while
 			// load balancers notice, then close.
+			draining.Store(true)
 			if o.OnDrain != nil {
 				o.OnDrain()
 			}
@@ -143,4 +155,18 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 		}
 	}
 	return first
+}
+
+// closeWhenDraining answers with "Connection: close" once draining is set,
+// so that net/http closes each connection after its current answer.
+func closeWhenDraining(h http.Handler, draining *atomic.Bool) http.Handler {
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
