@@ -57,6 +57,14 @@ type Options struct {
 	// hand, keeps resolving here for at most this long (a link deleted
 	// through this Service stops at once). [1m]
 	CacheTTL time.Duration
+	// StoreTimeout bounds each call to the store: a store that does not
+	// answer within it (frozen, or unreachable without a refusal) fails
+	// the request with 503 "the link store is unavailable" and
+	// Retry-After, instead of holding it. A create that times out may
+	// still have been written; its code is not returned, so nobody learns
+	// it. Negative: no bound but the request's own context.
+	// [DefaultStoreTimeout: 5s]
+	StoreTimeout time.Duration
 }
 
 // Service issues and resolves short links on top of a Store: the domain,
@@ -101,6 +109,12 @@ func New(store Store, o Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	switch {
+	case o.StoreTimeout == 0:
+		s.store = timeoutStore{Store: store, d: DefaultStoreTimeout}
+	case o.StoreTimeout > 0:
+		s.store = timeoutStore{Store: store, d: o.StoreTimeout}
+	}
 	if s.codeLen == 0 {
 		s.codeLen = DefaultCodeLength
 	}
@@ -131,7 +145,7 @@ func New(store Store, o Options) (*Service, error) {
 	if interval == 0 {
 		interval = time.Second
 	}
-	s.visits = newVisitCounter(store, interval, s.log)
+	s.visits = newVisitCounter(s.store, interval, s.log)
 	return s, nil
 }
 

@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,9 +44,21 @@ const (
 // independent command with its own viper instance.
 func NewRootCmd() *cobra.Command {
 	return newRootCmd(func(ctx context.Context, cfg config, stderr io.Writer) error {
-		ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+		ctx, stop := context.WithCancel(ctx)
 		defer stop()
-		return run(ctx, cfg, stderr, nil)
+		sigs := make(chan os.Signal, 2)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+		var drain atomic.Bool
+		go func() {
+			select {
+			case sig := <-sigs:
+				drain.Store(sig == syscall.SIGTERM)
+				stop()
+			case <-ctx.Done():
+			}
+		}()
+		return run(ctx, cfg, stderr, runHooks{drain: drain.Load})
 	})
 }
 
@@ -78,6 +92,15 @@ Identity (pick at most one):
                              X-Auth-Request-Roles the roles for --admin-roles.
   Without either, /links answers 401: there is nobody to own links.
 
+Faults and stopping:
+  --store-timeout bounds each store call: a store that hangs (a frozen
+  PostgreSQL) answers 503 "the link store is unavailable" with Retry-After
+  after it, like a store that is down.
+  SIGTERM drains: /health answers 503 at once, the listener keeps accepting
+  for --drain-delay while load balancers stop sending, every answer says
+  "Connection: close", then in-flight requests get --shutdown-timeout.
+  SIGINT stops without the drain (Ctrl-C).
+
 The page (GET /) and the API are described at GET /openapi.json.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -102,6 +125,8 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.Bool("trust-identity-headers", false, "record the identity header of requests as the link's creator; ONLY behind a proxy that sets it and strips client copies")
 	f.String("identity-header", "X-Auth-Request-User", "header read when --trust-identity-headers is on")
 	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
+	f.Duration("drain-delay", 5*time.Second, `on SIGTERM, how long /health answers 503 while the listener still accepts, before the shutdown; "0s" stops at once`)
+	f.Duration("store-timeout", shortener.DefaultStoreTimeout, "bound of each link store call: past it the request answers 503 (the link store is unavailable) with Retry-After")
 	f.Int("cache-size", 100_000, "links kept in an in-process redirect cache (about 200 bytes each plus the URL); 0 disables it")
 	f.Duration("cache-ttl", time.Minute, "how long a cached link is served without asking the store (a link deleted by hand resolves for at most this long)")
 	f.Bool("custom-codes", true, "let creators choose their short code (short_code: 3-64 of A-Z a-z 0-9 _ -)")

@@ -43,6 +43,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second,
+		DrainDelay: 5 * time.Second, StoreTimeout: 5 * time.Second,
 		CacheSize: 100_000, CacheTTL: time.Minute, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
 		VisitFlushInterval: time.Second, IDPTokenLocation: "header", IDPCookieName: "access_token"}
@@ -84,6 +85,8 @@ func TestBadConfig(t *testing.T) {
 		{args: []string{"extra-arg"}},
 		{env: [2]string{"SHORTENER_TRUST_IDENTITY_HEADERS", "yes please"}},
 		{env: [2]string{"SHORTENER_SHUTDOWN_TIMEOUT", "soon"}},
+		{args: []string{"--drain-delay", "-1s"}},
+		{args: []string{"--store-timeout", "0s"}},
 		{args: []string{"--cache-size", "-1"}},
 		{env: [2]string{"SHORTENER_CACHE_SIZE", "lots"}},
 		{args: []string{"--cache-ttl", "0s"}},
@@ -170,7 +173,7 @@ func startRun(t *testing.T, cfg config) (string, func() error, *syncBuffer) {
 	logs := &syncBuffer{}
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, cfg, logs, func(a string) { addrc <- a }) }()
+	go func() { errc <- run(ctx, cfg, logs, runHooks{ready: func(a string) { addrc <- a }}) }()
 	select {
 	case a := <-addrc:
 		stop := func() error { cancel(); return <-errc }

@@ -23,6 +23,8 @@ type config struct {
 	TrustIdentity   bool
 	IdentityHeader  string
 	ShutdownTimeout time.Duration
+	DrainDelay      time.Duration // on SIGTERM: /health fails, listener still accepts
+	StoreTimeout    time.Duration // bound of each store call
 	CacheSize       int           // links kept in the redirect cache; 0 = none
 	CacheTTL        time.Duration // how long a cached link is served
 
@@ -104,6 +106,18 @@ func loadConfig(v *viper.Viper) (config, error) {
 		errs = append(errs, fmt.Errorf("shortener: shutdown-timeout: %q is not a positive duration", st))
 	}
 	cfg.ShutdownTimeout = d
+	dd := v.GetString("drain-delay")
+	if d, err := time.ParseDuration(dd); err != nil || d < 0 {
+		errs = append(errs, fmt.Errorf("shortener: drain-delay: %q is not a duration ≥ 0", dd))
+	} else {
+		cfg.DrainDelay = d
+	}
+	sto := v.GetString("store-timeout")
+	if d, err := time.ParseDuration(sto); err != nil || d <= 0 {
+		errs = append(errs, fmt.Errorf("shortener: store-timeout: %q is not a positive duration", sto))
+	} else {
+		cfg.StoreTimeout = d
+	}
 	cs := v.GetString("cache-size")
 	if n, err := strconv.Atoi(cs); err != nil || n < 0 {
 		errs = append(errs, fmt.Errorf("shortener: cache-size: %q is not a number ≥ 0", cs))

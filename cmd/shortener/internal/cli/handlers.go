@@ -35,6 +35,7 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 	svc, err = shortener.New(store, shortener.Options{
 		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
 		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
+		StoreTimeout: cfg.StoreTimeout,
 	})
 	if err != nil {
 		return nil, nil, nil, err

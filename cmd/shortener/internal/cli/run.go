@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
@@ -47,10 +49,18 @@ func defaultBaseURL(addr net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-// run opens the store, serves until ctx is done, then shuts down gracefully
-// and closes the store. ready, when not nil, gets the API's address once
-// it listens.
-func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr string)) (err error) {
+// runHooks connect run to its caller; every field is optional.
+type runHooks struct {
+	// ready gets the API's address once it listens.
+	ready func(addr string)
+	// drain, asked when ctx is done, reports whether to drain for
+	// cfg.DrainDelay first (true after SIGTERM).
+	drain func() bool
+}
+
+// run opens the store, serves until ctx is done, then drains (when
+// hooks.drain says so), shuts down gracefully and closes the store.
+func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err error) {
 	log := newLogger(cfg, logOut)
 	log.Info("starting shortener", "version", buildinfo.String())
 	store, desc, err := openStore(ctx, cfg.Store)
@@ -122,20 +132,52 @@ func run(ctx context.Context, cfg config, logOut io.Writer, ready func(addr stri
 			log.Error("writing the last visit counts", "err", cerr)
 		}
 	}()
-	listeners[0].Handler = api
+	var draining atomic.Bool
+	listeners[0].Handler = failHealthWhenDraining(api, &draining)
 	if len(listeners) > 1 {
 		listeners[1].Handler = metricsHandler
 	}
-	if ready != nil {
-		ready(ln.Addr().String())
+	if hooks.ready != nil {
+		hooks.ready(ln.Addr().String())
 	}
-	err = server.Run(ctx, server.Options{ShutdownTimeout: cfg.ShutdownTimeout, Logger: log}, listeners...)
+	drain := hooks.drain
+	if drain == nil {
+		drain = func() bool { return false }
+	}
+	err = server.Run(ctx, server.Options{
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		DrainDelay:      cfg.DrainDelay,
+		Drain:           drain,
+		OnDrain:         func() { draining.Store(true) },
+		Logger:          log,
+	}, listeners...)
 	if err != nil {
 		log.Error("server stopped with an error", "err", err)
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// drainingHealth is the health report while draining: a 503 in the
+// report's shape, so that load balancers stop sending new requests.
+const drainingHealth = `{"status":"draining","service":"url_shortener"}` + "\n"
+
+// failHealthWhenDraining answers GET /health with 503 once draining is
+// set; everything else is served by h as before.
+func failHealthWhenDraining(h http.Handler, draining *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" && draining.Load() {
+			hdr := w.Header()
+			hdr.Set("Content-Type", "application/json")
+			hdr.Set("Cache-Control", "no-store")
+			hdr.Set("Retry-After", "5")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, drainingHealth)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func tokenLocation(s string) idp.TokenLocation {

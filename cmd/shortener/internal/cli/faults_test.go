@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/faultnet"
+	"github.com/idp-proxy/idp-proxy/internal/pgtest"
+)
+
+// A frozen PostgreSQL (the process stopped, or the network black-holed)
+// fails each request after --store-timeout with 503 naming the link store
+// and Retry-After, creates included, instead of holding it for as long as
+// the database stays frozen; when it thaws the service recovers without a
+// restart.
+func TestFrozenPostgresAnswers503WithinStoreTimeout(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, pgtest.DSN(t, "the frozen-PostgreSQL test"), "shortener_frozen_")
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := faultnet.New(t, u.Host)
+	u.Host = fp.Addr()
+	cfg := baseConfig(u.String())
+	cfg.StoreTimeout = 300 * time.Millisecond
+	cfg.CacheSize = 0
+	base, stop, logs := startRun(t, cfg)
+	defer func() {
+		fp.Thaw()
+		if err := stop(); err != nil {
+			t.Errorf("run: %v\n%s", err, logs)
+		}
+	}()
+	// The bound under test is 300 ms; the client's 10 s only turns a hang
+	// into a failure instead of a stuck test.
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	create := func() *http.Response {
+		t.Helper()
+		resp, err := client.Post(base+"/shorten", "application/json", strings.NewReader(`{"url":"https://example.com/frozen"}`))
+		if err != nil {
+			t.Fatalf("POST /shorten: %v", err)
+		}
+		return resp
+	}
+	resp := create()
+	var created struct {
+		Code string `json:"short_code"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&created)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST before the freeze = %d", resp.StatusCode)
+	}
+
+	fp.Freeze()
+	check := func(what string, resp *http.Response) {
+		t.Helper()
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+			resp.Header.Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(string(body), "the link store is unavailable") {
+			t.Fatalf("%s while PostgreSQL is frozen = %d Retry-After %q %s", what, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	}
+	check("POST /shorten", create())
+	resp, err = client.Get(base + "/" + created.Code)
+	if err != nil {
+		t.Fatalf("GET /{code}: %v", err)
+	}
+	check("GET /{code}", resp)
+
+	fp.Thaw()
+	resp = create()
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST after the thaw = %d", resp.StatusCode)
+	}
+}
+
+// On SIGTERM the shortener drains like idp-proxy: /health fails at once
+// while the listener still accepts, and every answer closes its
+// connection, so that keep-alive clients do not lose a POST to the
+// shutdown.
+func TestDrainOnSIGTERM(t *testing.T) {
+	cfg := baseConfig("memory:")
+	cfg.DrainDelay = time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	addrc := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, cfg, logs, runHooks{ready: func(a string) { addrc <- a }, drain: func() bool { return true }})
+	}()
+	var base string
+	select {
+	case a := <-addrc:
+		base = "http://" + a
+	case err := <-errc:
+		cancel()
+		t.Fatalf("run: %v\n%s", err, logs)
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	get := func(path string) *http.Response {
+		t.Helper()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := get("/health"); resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("health before the drain = %d close=%v", resp.StatusCode, resp.Close)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "draining") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drain began:\n%s", logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp := get("/health")
+	if resp.StatusCode != http.StatusServiceUnavailable || !resp.Close {
+		t.Fatalf("health during the drain = %d close=%v, want 503 and Connection: close", resp.StatusCode, resp.Close)
+	}
+	resp, err := client.Post(base+"/shorten", "application/json", strings.NewReader(`{"url":"https://example.com/"}`))
+	if err != nil {
+		t.Fatalf("POST during the drain: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || !resp.Close {
+		t.Fatalf("POST during the drain = %d close=%v", resp.StatusCode, resp.Close)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
