@@ -4,6 +4,10 @@ GOBIN     ?= $(shell $(GO) env GOPATH)/bin
 PKGS      ?= ./...
 # The version stamped into the binaries (`idp-proxy --version`).
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The staticcheck release `make lint` runs (installed into GOBIN when another is found).
+STATICCHECK_VERSION ?= v0.8.2
+# How long `make fuzz` runs each fuzz target.
+FUZZTIME  ?= 20s
 LDFLAGS   := -X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=$(VERSION)
 
 .PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-instr bench-smoke clean
@@ -13,9 +17,11 @@ all: build
 build: ## Build the binaries into ./bin, stamped with VERSION (git describe)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C stops)
+# The recipe execs the demo, so that the signal make forwards (`make demo &`
+# then `kill $$!`) reaches it and stops every part with its ports.
+demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C or SIGTERM stops)
 	@$(GO) build -o bin/idp-demo ./cmd/idp-demo
-	@trap '' INT; bin/idp-demo $(DEMO_FLAGS)
+	@exec bin/idp-demo $(DEMO_FLAGS)
 
 test: vet ## Unit, integration and end-to-end tests with the race detector
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
@@ -36,11 +42,13 @@ lint: vet staticcheck ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 staticcheck:
-	@command -v staticcheck >/dev/null 2>&1 || test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@latest
+	@PATH="$(GOBIN):$$PATH"; v=$$(staticcheck -version 2>/dev/null); \
+	case "$$v" in *"($(STATICCHECK_VERSION:v%=%))"*) ;; *) echo "installing staticcheck $(STATICCHECK_VERSION) (found: $${v:-none})"; \
+	  $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || exit 1;; esac
 	@PATH="$(GOBIN):$$PATH" staticcheck $(PKGS)
 
-fuzz: ## Run every fuzz target for a short while (FUZZTIME=30s)
-	@./scripts/fuzz.sh $${FUZZTIME:-20s}
+fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIME=1m)
+	@./scripts/fuzz.sh $(FUZZTIME)
 
 bench: ## Load benchmark with wrk (apt-get install wrk gnuplot-nox): writes bench/RESULTS.md and bench/results/
 	$(GO) run ./bench/run
