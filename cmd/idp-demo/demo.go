@@ -287,6 +287,9 @@ curl -s -X POST %[3]s/shorten -H "Authorization: Bearer $TOKEN" \
 # 3. Follow the short link (a public route): replace CODE with short_code
 curl -si %[3]s/CODE
 
+# A user's token instead (alice, realm role %[11]q), from this running demo:
+TOKEN=$(bin/idp-demo token alice)
+
 # Without a token the proxy answers 401, and the shortener never sees the request:
 curl -si -X POST %[3]s/shorten -H 'Content-Type: application/json' -d '{"url":"https://example.com/"}'
 `, ep.Provider, Realm, ep.Proxy, ep.Ops, ep.Shortener, ep.Store, table,
