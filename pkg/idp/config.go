@@ -84,6 +84,16 @@ type Config struct {
 	RedirectURI string
 	// AuthPrefix is the path prefix of the /auth routes. ["/auth"]
 	AuthPrefix string
+	// AllowedRedirectHosts are the other hosts the login route may send
+	// the browser back to after the sign-in (its return_to or rd as an
+	// absolute URL): exact host names ("wiki.example.com", with a port
+	// "wiki.example.com:8443" or any port "wiki.example.com:*") and
+	// suffix patterns ("*.example.com": every subdomain, not example.com
+	// itself). Over https (RedirectURI), only https targets. An entry
+	// that can never match, and a pattern over a public suffix ("*.com"),
+	// are configuration errors. [none: relative paths on the site of
+	// RedirectURI only]
+	AllowedRedirectHosts []string
 
 	// ExcludedPaths skip authentication in Middleware; compared with
 	// r.URL.Path by exact match. [none]
@@ -287,6 +297,11 @@ func (c Config) validate() error {
 		}
 		if len(c.SessionSecret) < 32 {
 			bad("a session secret of at least 32 bytes is required when include_routes is true")
+		}
+	}
+	if _, err := compileRedirectHosts(c.AllowedRedirectHosts); err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			bad("%v", e)
 		}
 	}
 	if c.Session != nil {

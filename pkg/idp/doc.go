@@ -87,7 +87,8 @@
 //     cookie LoginStateCookie with Path=prefix, valid for LoginStateTTL and
 //     Secure when the request came over TLS or RedirectURI is https.
 //     return_to must be a relative path on this site ("/reports?x=1"; see
-//     the rules in safeReturnTo); it is handed back in the callback's
+//     the rules in safeReturnTo), or an absolute URL on a host of
+//     Config.AllowedRedirectHosts; it is handed back in the callback's
 //     document for the client to navigate to, never redirected to.
 //   - GET {prefix}/callback: checks state against the cookie (on a
 //     mismatch, a missing, tampered or expired cookie: 400, and the

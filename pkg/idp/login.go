@@ -40,8 +40,12 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusBadRequest, "return_to given more than once")
 			return
 		}
-		if returnTo, ok = safeReturnTo(a.sameOrigin(vals[0])); !ok {
-			writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site")
+		if returnTo, ok = a.returnTarget(vals[0]); !ok {
+			if a.p.redirects != nil {
+				writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site or a URL on an allowed host (allowed_redirect_hosts)")
+			} else {
+				writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site")
+			}
 			return
 		}
 	}
@@ -159,6 +163,18 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.writeTokens(w, r, tok, rawID, st.ReturnTo)
+}
+
+// returnTarget judges a return-to target: a relative path on this site
+// (an absolute URL on the site's own origin counts as its path), or with
+// Config.AllowedRedirectHosts an absolute URL on an allowed host. It
+// returns the target to redirect to.
+func (a *authRoutes) returnTarget(s string) (string, bool) {
+	s = a.sameOrigin(s)
+	if strings.HasPrefix(s, "/") {
+		return safeReturnTo(s)
+	}
+	return a.p.redirects.target(s, a.httpsRedirect)
 }
 
 // sameOrigin turns an absolute return-to URL on the site's own origin

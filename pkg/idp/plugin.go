@@ -31,6 +31,7 @@ type Plugin struct {
 	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
+	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
 
 	stop     context.CancelFunc
 	stopped  chan struct{}
@@ -70,6 +71,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
+	p.redirects, _ = compileRedirectHosts(cfg.AllowedRedirectHosts) // validated above
 	p.audiences[cfg.Audience] = struct{}{}
 	for _, a := range cfg.OptionalAudiences {
 		if a != "" {

@@ -179,6 +179,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
 		Claims:            c.Claims.mapping(),
 	}
+	ic.AllowedRedirectHosts = c.AllowedRedirectHosts
 	if session != "" {
 		ic.SessionSecret = []byte(session)
 	}

@@ -78,6 +78,9 @@ type IDP struct {
 	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
 	// Claims says where the identity is read from a token.
 	Claims Claims `mapstructure:"claims"`
+	// AllowedRedirectHosts are the other hosts return_to and rd may name
+	// (idp.Config.AllowedRedirectHosts). [none]
+	AllowedRedirectHosts []string `mapstructure:"allowed_redirect_hosts"`
 }
 
 // Server bounds the proxy's listeners.

@@ -35,6 +35,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	want.IDP.ServerURL, want.IDP.Realm, want.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
 	want.IDP.OptionalAudiences = []string{"svc-reporter"}
 	want.IDP.ExcludedPaths = []string{}
+	want.IDP.AllowedRedirectHosts = []string{}
 	got := c
 	got.Routes = nil
 	if !reflect.DeepEqual(got, want) {
@@ -332,6 +333,12 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"include_routes at the root", func(c *File) {
 			c.IDP.IncludeRoutes, c.IDP.AuthPrefix = true, "/"
 		}, "auth_prefix must not be"},
+		{"allowed redirect host over a public suffix", func(c *File) {
+			c.IDP.AllowedRedirectHosts = []string{"*.co.uk"}
+		}, `allowed_redirect_hosts: "*.co.uk": "co.uk" is a public suffix`},
+		{"allowed redirect host that never matches", func(c *File) {
+			c.IDP.AllowedRedirectHosts = []string{"wiki.example.com."}
+		}, `allowed_redirect_hosts: "wiki.example.com.": a trailing dot never matches`},
 		{"rule without match", func(c *File) { c.Routes = []proxy.RouteConfig{{}} }, "routes[0]: match is required"},
 		{"bad pattern", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "GET  x"}} }, `routes[0] "GET  x": invalid pattern`},
 		{"public with roles", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "/x", Public: true, Roles: []string{"a"}}} }, "public excludes"},
