@@ -20,6 +20,9 @@ type Details struct {
 	Status   int    `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	Instance string `json:"instance,omitempty"`
+	// Clause is an extension member of 403 answers: the name of the
+	// rule's clause that refused the request ("roles", "claims:tid").
+	Clause string `json:"clause,omitempty"`
 }
 
 // Write answers with status and a short, non-leaking detail. It must be

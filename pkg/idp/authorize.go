@@ -9,7 +9,9 @@ import (
 // the one decision that Middleware, Require, the With* adapters and
 // pkg/proxy share. A request whose context already carries an Identity
 // (an enclosing Middleware verified it) is not verified again. Every
-// guard must allow the user; with no guards any valid token is allowed.
+// guard must allow the user (an IdentityGuard judges the whole identity);
+// with no guards any valid token is allowed. A refusal names the clause of
+// the first guard that refused (Verdict.Clause).
 //
 // Answer a refusal with WriteVerdict; on Allowed, serve the request with
 // NewContext(r.Context(), v.Identity) when the handler reads the identity
@@ -24,8 +26,18 @@ func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
 		}
 	}
 	for _, g := range guards {
+		if ig, ok := g.(IdentityGuard); ok {
+			if clause, ok := ig.Judge(id); !ok {
+				return v.with(Verdict{Outcome: Forbidden, Identity: id, Err: ErrForbidden, Clause: clause})
+			}
+			continue
+		}
 		if !g.Allow(id.User) {
-			return v.with(Verdict{Outcome: Forbidden, Identity: id, Err: ErrForbidden})
+			var clause string
+			if ng, ok := g.(NamedGuard); ok {
+				clause = ng.Clause()
+			}
+			return v.with(Verdict{Outcome: Forbidden, Identity: id, Err: ErrForbidden, Clause: clause})
 		}
 	}
 	return v.with(Verdict{Outcome: Allowed, Identity: id})

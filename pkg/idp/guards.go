@@ -40,6 +40,25 @@ type Guard interface {
 	Allow(u *User) bool
 }
 
+// A NamedGuard names the clause of a rule it checks: "roles",
+// "client_roles:<client ID>", "scopes", "groups", "claims",
+// "email_domains". A refusal reports the name (Verdict.Clause, and the
+// "clause" member of the 403 problem+json body); it never holds token
+// content. Every guard of this package is one.
+type NamedGuard interface {
+	Guard
+	Clause() string
+}
+
+// An IdentityGuard judges the whole verified identity, claims beyond those
+// of User included (the claims and e-mail domain guards). Authorize calls
+// Judge instead of Allow; Judge reports whether id may proceed and, when
+// it may not, the name of the clause that refused it.
+type IdentityGuard interface {
+	Guard
+	Judge(id *Identity) (clause string, ok bool)
+}
+
 // GuardFunc adapts a function to Guard.
 type GuardFunc func(u *User) bool
 
@@ -123,6 +142,15 @@ func (g listGuard) Allow(u *User) bool {
 		}
 	}
 	return g.strategy == MatchAll
+}
+
+// Clause returns the guard's kind, "client_roles:<client ID>" for client
+// roles.
+func (g listGuard) Clause() string {
+	if g.clientID != "" {
+		return g.kind + ":" + g.clientID
+	}
+	return g.kind
 }
 
 // String describes the guard, e.g. "roles(all: admin, editor)".

@@ -60,6 +60,12 @@ type Verdict struct {
 	// Session reports that the token came from a browser session rather
 	// than from the request's Authorization header or token cookie.
 	Session bool
+	// Clause names the rule's clause that refused a Forbidden request
+	// ("roles", "groups", "claims:tid", "email_domains": see NamedGuard),
+	// "" otherwise or for a guard that names none. It is the rule's
+	// wording, never token content; WriteVerdict sends it as the "clause"
+	// member of the problem+json body.
+	Clause string
 }
 
 // SetCookies adds v.Cookies to w's header.
@@ -104,6 +110,14 @@ func (v Verdict) Detail() string {
 		}
 		return "invalid token"
 	case Forbidden:
+		switch {
+		case v.Clause == "groups":
+			return "the token lacks a required group"
+		case v.Clause == "email_domains":
+			return "the token lacks a verified e-mail address in an accepted domain"
+		case v.Clause == "claims" || strings.HasPrefix(v.Clause, "claims:"):
+			return "the token lacks a required claim value"
+		}
 		return "the token lacks a required role or scope"
 	case Unavailable:
 		return "the identity provider's keys are not available yet"
@@ -143,7 +157,7 @@ func (v Verdict) with(o Verdict) Verdict {
 // never echoes the token. With browser sessions (Config.Session), a
 // browser navigation without credentials (see IsNavigation) is sent to the
 // login route instead: 302 to {AuthPrefix}/login?return_to=<the path and
-// query>. The verdict's Cookies are set in every case; an Allowed verdict
+// query>. A 403 names the refusing clause in the body's "clause" member. The verdict's Cookies are set in every case; an Allowed verdict
 // writes nothing else.
 func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict) {
 	v.SetCookies(w)
@@ -167,9 +181,9 @@ func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict)
 	case Unavailable:
 		h.Set("Retry-After", "5")
 	}
-	problem.Write(w, v.Status(), v.Detail())
+	problem.WriteDetails(w, problem.Details{Status: v.Status(), Detail: v.Detail(), Clause: v.Clause})
 	if p.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) {
-		p.cfg.Logger.Debug("idp: request refused", "path", r.URL.Path, "outcome", v.Outcome.String(), "error", v.Err)
+		p.cfg.Logger.Debug("idp: request refused", "path", r.URL.Path, "outcome", v.Outcome.String(), "clause", v.Clause, "error", v.Err)
 	}
 }
 
