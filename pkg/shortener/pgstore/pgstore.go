@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,8 +45,9 @@ var _ shortener.Store = (*Store)(nil)
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// The error of ParseConfig may quote the DSN, password included.
-		return nil, errors.New("shortener: pgstore: invalid connection string")
+		// Not wrapped: the error of ParseConfig holds the DSN, password
+		// included.
+		return nil, errors.New("shortener: pgstore: invalid connection string: " + DSNProblem(err))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -59,6 +62,22 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("shortener: pgstore: migrate: %w", err)
 	}
 	return &Store{pool: pool}, nil
+}
+
+// DSNProblem says what is wrong in a DSN that pgxpool.ParseConfig (or
+// Open) refused, without quoting the DSN: e.g. "cannot parse
+// pool_max_conns (strconv.ParseInt: parsing "abc": invalid syntax)". The
+// reason is what pgx writes after the quoted DSN.
+func DSNProblem(err error) string {
+	// net/url's errors quote the URL, password included.
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return "not a valid URL: " + ue.Err.Error()
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		return msg[i+len("`: "):]
+	}
+	return "invalid connection string"
 }
 
 // uniqueViolation is the SQLSTATE of a unique constraint violation.

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -205,5 +206,53 @@ func TestUnreachable(t *testing.T) {
 	_, err := pgstore.Open(ctx, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 	if err == nil {
 		t.Fatal("Open of an unreachable server succeeded")
+	}
+}
+
+// A DSN that does not parse is refused naming what is wrong in it, never
+// quoting the password.
+func TestOpenNamesTheBadParameter(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{"postgres://u:secret@127.0.0.1/db?pool_max_conns=abc", "pool_max_conns"},
+		{"host=127.0.0.1 password=secret connect_timeout=x", "connect_timeout"},
+		{"postgres://u:sec%zzret@127.0.0.1/db", "URL"},
+	} {
+		_, err := pgstore.Open(t.Context(), tc.dsn)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "ret@") {
+			t.Errorf("Open(%q): %v; want an error naming %q without the password", tc.dsn, err, tc.want)
+		}
+	}
+}
+
+// The README names every table the store creates, so that an operator
+// who looks at the database finds none unexplained.
+func TestReadmeNamesEveryTable(t *testing.T) {
+	dsn, schema := schemaDSN(t)
+	s := open(t, dsn)
+	s.Close()
+	conn, err := pgx.Connect(t.Context(), testDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 2 {
+		t.Fatalf("tables %v: expected the links table and the migrations' version tables", tables)
+	}
+	for _, table := range tables {
+		if !strings.Contains(string(readme), "`"+table+"`") {
+			t.Errorf("the store creates the table %s, which README.md does not name", table)
+		}
 	}
 }

@@ -76,7 +76,9 @@ Flags win over the environment.
 
 Stores (--store):
   bolt:PATH or PATH          embedded bbolt file, created on first run (default)
-  postgres://user@host/db    PostgreSQL (pgx DSN; pool_max_conns etc. honoured),
+  postgres://user@host/db    PostgreSQL (pgx DSN; pool_max_conns etc. honoured;
+  host=... user=... dbname=...  or libpq's keyword form; a DSN that does not
+                             parse is an error naming the parameter),
                              schema migrated at start; for more than one replica
   memory:                    in memory, lost on exit (tests and demos)
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"io"
 	"log/slog"
 	"net/http"
@@ -343,4 +344,75 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A value that looks like a PostgreSQL DSN is never a bbolt file named
+// like it: it is PostgreSQL, or an error that says what is wrong (the
+// parameter, never the password).
+func TestParseStoreDSNShapes(t *testing.T) {
+	for _, spec := range []string{
+		"host=db user=app dbname=links",
+		" host = db user=app",
+		"user=app password='s e\\'cret' host=db",
+		"HOST=db",
+	} {
+		if kind, arg, err := parseStore(spec); err != nil || kind != kindPostgres || arg != spec {
+			t.Errorf("parseStore(%q) = %v %q %v, want PostgreSQL", spec, kind, arg, err)
+		}
+	}
+	for _, tc := range []struct{ spec, want string }{
+		{"postgres//u@h/db", "postgres://user:password@host"},
+		{"postgres:/u@h/db", "postgres://user:password@host"},
+		{"postgresql:h", "postgres://user:password@host"},
+		{"Postgres:/h/db", "postgres://user:password@host"},
+		{"postgres://u:secret@h/db?pool_max_conns=abc", "pool_max_conns"},
+		{"postgres://u:secret@h:abc/db", "port"},
+		{"postgres://u:sec ret%zz@h/db", "URL"},
+		{"host=h user=u password=secret pool_max_conns=abc", "pool_max_conns"},
+		{"host=h password=secret sslmode=bogus", "sslmode"},
+	} {
+		kind, arg, err := parseStore(tc.spec)
+		if err == nil {
+			t.Errorf("parseStore(%q) = %v %q, want an error", tc.spec, kind, arg)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("parseStore(%q): %v; want it to name %q and never the password", tc.spec, err, tc.want)
+		}
+	}
+	// File names that merely contain the words stay files.
+	for _, spec := range []string{"postgres.db", "./postgres/links.db", "data/host=a.db", "postgresql", "hostname=x.db"} {
+		if kind, arg, err := parseStore(spec); err != nil || kind != kindBolt || arg != spec {
+			t.Errorf("parseStore(%q) = %v %q %v, want the bbolt file", spec, kind, arg, err)
+		}
+	}
+	if got := redact("host=h user=u password='se cret' dbname=x"); strings.Contains(got, "cret") || !strings.Contains(got, "dbname=x") {
+		t.Errorf("redact of a keyword DSN = %q", got)
+	}
+}
+
+// FuzzParseStore: any --store value gives one answer without panicking;
+// a PostgreSQL answer is a DSN that parses, a bbolt answer a value that
+// does not look like a DSN, and a password never reaches the error.
+func FuzzParseStore(f *testing.F) {
+	for _, s := range []string{"", "memory:", "bolt:x.db", "x.db", "postgres://u:p@h/db", "postgres//h", "postgres:/h",
+		"host=h user=u", "host=h pool_max_conns=abc", "postgresql://h/db?sslmode=bogus", "a://b", "c:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		kind, arg, err := parseStore(spec)
+		if err != nil {
+			return
+		}
+		switch kind {
+		case kindPostgres:
+			if _, perr := pgxpool.ParseConfig(arg); perr != nil {
+				t.Fatalf("parseStore(%q) = PostgreSQL %q, which does not parse: %v", spec, arg, perr)
+			}
+		case kindBolt:
+			if arg == "" || looksLikePostgresURL(arg) || looksLikeKeywordDSN(arg) {
+				t.Fatalf("parseStore(%q) = bbolt file %q", spec, arg)
+			}
+		}
+	})
 }

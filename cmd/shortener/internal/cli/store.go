@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
@@ -28,9 +32,14 @@ const (
 //	bolt:PATH                      bbolt file at PATH (bolt://PATH works too)
 //	PATH                           same (no scheme)
 //	postgres://... postgresql://... PostgreSQL, the value is the pgx DSN
+//	host=... user=... dbname=...   PostgreSQL, libpq's keyword/value form
 //	memory:                        in memory, lost on exit
 //
-// It returns the kind and the path or DSN.
+// It returns the kind and the path or DSN. A value that looks like a
+// PostgreSQL DSN (a postgres or postgresql prefix followed by ':' or '/',
+// or keyword/value pairs led by a libpq keyword) is PostgreSQL, and an
+// error naming what does not parse when it does not: never a bbolt file
+// named like a DSN.
 func parseStore(spec string) (storeKind, string, error) {
 	switch {
 	case spec == "":
@@ -38,7 +47,17 @@ func parseStore(spec string) (storeKind, string, error) {
 	case spec == "memory:" || spec == "memory":
 		return kindMemory, "", nil
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		if err := checkDSN(spec); err != nil {
+			return 0, "", err
+		}
 		return kindPostgres, spec, nil
+	case looksLikeKeywordDSN(spec):
+		if err := checkDSN(spec); err != nil {
+			return 0, "", err
+		}
+		return kindPostgres, spec, nil
+	case looksLikePostgresURL(spec):
+		return 0, "", fmt.Errorf("shortener: --store %q looks like a PostgreSQL DSN but is not one: write postgres://user:password@host:5432/dbname (or host=... user=... dbname=...)", redact(spec))
 	case strings.HasPrefix(spec, "bolt:"):
 		p := strings.TrimPrefix(strings.TrimPrefix(spec, "bolt:"), "//")
 		if p == "" {
@@ -50,6 +69,50 @@ func parseStore(spec string) (storeKind, string, error) {
 	default:
 		return kindBolt, spec, nil
 	}
+}
+
+// checkDSN parses a PostgreSQL DSN as pgstore.Open will, and says what is
+// wrong with it (the parameter, never the password).
+func checkDSN(dsn string) error {
+	if _, err := pgxpool.ParseConfig(dsn); err != nil {
+		return fmt.Errorf("shortener: --store: invalid PostgreSQL DSN: %s (format: postgres://user:password@host:5432/dbname?pool_max_conns=8, or host=... user=... dbname=...)", pgstore.DSNProblem(err))
+	}
+	return nil
+}
+
+// looksLikePostgresURL reports whether spec starts like a PostgreSQL URL
+// written wrong: postgres or postgresql (any case) followed by ':' or
+// '/' (postgres:/h/db, postgres//h/db, postgresql:h).
+func looksLikePostgresURL(spec string) bool {
+	for _, scheme := range []string{"postgresql", "postgres"} {
+		if len(spec) > len(scheme) && strings.EqualFold(spec[:len(scheme)], scheme) {
+			c := spec[len(scheme)]
+			return c == ':' || c == '/'
+		}
+	}
+	return false
+}
+
+// libpqKeywords are the connection keywords of libpq's keyword/value
+// form that lead a DSN (a bbolt path rarely starts with one of these and
+// '=').
+var libpqKeywords = []string{
+	"host", "hostaddr", "port", "dbname", "user", "password", "passfile",
+	"sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout",
+	"application_name", "options", "service", "target_session_attrs",
+}
+
+// looksLikeKeywordDSN reports whether spec is in libpq's keyword/value
+// form: it starts with a libpq keyword followed by '=' (spaces allowed
+// around it).
+func looksLikeKeywordDSN(spec string) bool {
+	s := strings.TrimLeft(spec, " \t")
+	i := strings.IndexByte(s, '=')
+	if i <= 0 {
+		return false
+	}
+	key := strings.TrimRight(s[:i], " \t")
+	return slices.Contains(libpqKeywords, strings.ToLower(key))
 }
 
 // openStore opens the store named by spec and returns it with a loggable
@@ -79,11 +142,18 @@ func openStore(ctx context.Context, spec string) (shortener.Store, string, error
 	}
 }
 
-// redact hides the password of a URL-shaped DSN.
+// redact hides the password of a DSN (URL or keyword/value form).
 func redact(dsn string) string {
+	if looksLikeKeywordDSN(dsn) {
+		return keywordPassword.ReplaceAllString(dsn, "${1}xxxxx")
+	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "(unparsable)"
 	}
 	return u.Redacted()
 }
+
+// keywordPassword matches the value of password= in a keyword/value DSN
+// (quoted or not).
+var keywordPassword = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
