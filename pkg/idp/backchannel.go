@@ -54,7 +54,7 @@ func (a *authRoutes) backchannelLogout(w http.ResponseWriter, r *http.Request) {
 	n, err := a.endSessions(r.Context(), lt)
 	if err != nil {
 		a.cfg.Logger.Warn("idp: back-channel logout: the session store is unavailable", "error", err)
-		writeUnavailable(w, nil)
+		writeUnavailable(w, ErrSessionStoreUnavailable)
 		return
 	}
 	a.cfg.Logger.Info("idp: back-channel logout", "sid", lt.sid, "sub", lt.sub, "sessions_ended", n)

@@ -29,6 +29,13 @@ var (
 	// ErrUnavailable: the provider's keys are not available yet, so no
 	// token can be verified; retry later.
 	ErrUnavailable = errors.New("idp: keys not available")
+	// ErrSessionStoreUnavailable: the session store (Config.Session's
+	// Backend, e.g. Redis) failed or did not answer, so browser sessions
+	// cannot be read, started or ended there; bearer tokens are not
+	// affected. It wraps ErrUnavailable (a 503 with Retry-After) and is
+	// answered "the session store is unavailable", never as the
+	// provider's keys.
+	ErrSessionStoreUnavailable = fmt.Errorf("%w: the session store is unavailable", ErrUnavailable)
 	// ErrConfig: New was given an invalid Config.
 	ErrConfig = errors.New("idp: invalid config")
 )

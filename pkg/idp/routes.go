@@ -99,6 +99,7 @@ func (p *Plugin) newRoutes() http.Handler {
 	if p.sessions != nil {
 		a.paths[prefix+"/logout"] = route{"GET, POST", (*authRoutes).sessionLogout}
 		a.paths[prefix+"/backchannel-logout"] = route{http.MethodPost, (*authRoutes).backchannelLogout}
+		p.sessions.setLateLogout(a.providerLogout)
 	}
 	return a
 }

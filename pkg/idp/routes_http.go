@@ -26,6 +26,8 @@ func writeUnavailable(w http.ResponseWriter, err error) {
 	detail := "the identity provider is not available yet"
 	if me := (*missingEndpointError)(nil); errors.As(err, &me) {
 		detail = me.detail()
+	} else if errors.Is(err, ErrSessionStoreUnavailable) {
+		detail = detailSessionStoreUnavailable
 	}
 	problem.Write(w, http.StatusServiceUnavailable, detail)
 }

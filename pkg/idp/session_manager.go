@@ -26,6 +26,7 @@ type sessionManager struct {
 
 	mu      sync.Mutex
 	flights map[string]*refreshFlight // in-process single flight by session ID
+	pending pendingDeletions          // sign-outs the session store missed
 }
 
 type refreshFlight struct {
@@ -115,6 +116,9 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 		m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
 		return s.Access, cookies, nil
 	}
+	if errors.Is(err, ErrSessionStoreUnavailable) {
+		return "", nil, err
+	}
 	return "", nil, fmt.Errorf("%w: session refresh: %w", ErrUnavailable, err)
 }
 
@@ -145,7 +149,7 @@ func (m *sessionManager) load(ctx context.Context, parts []string, now time.Time
 			return nil, "", errSessionEnded
 		case err != nil:
 			m.p.cfg.Logger.Warn("idp: session store unavailable", "error", err)
-			return nil, "", fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
+			return nil, "", fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
 		if s, err = unmarshalSession(b); err != nil || s.ID != value {
 			return nil, "", errSessionEnded
@@ -222,7 +226,7 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 	wait := m.p.cfg.HTTPTimeout + 2*time.Second
 	got, err := m.backend.SetNX(ctx, sessionLockKey(s.ID), []byte("1"), wait)
 	if err != nil {
-		return nil, fmt.Errorf("session store: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 	}
 	if !got {
 		deadline := time.Now().Add(wait)
@@ -233,7 +237,7 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 				return nil, errSessionEnded
 			}
 			if err != nil {
-				return nil, fmt.Errorf("session store: %w", err)
+				return nil, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 			}
 			if ns, err := unmarshalSession(b); err == nil && ns.Access != s.Access {
 				return ns, nil
@@ -323,15 +327,15 @@ func (m *sessionManager) store(ctx context.Context, s *session) error {
 		return errSessionEnded
 	}
 	if err := m.backend.Set(ctx, sessionKey(s.ID), b, ttl); err != nil {
-		return fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 	}
 	if s.SID != "" {
 		if err := m.backend.AddToSet(ctx, sessionBySID(s.SID), s.ID, m.cfg.MaxAge); err != nil {
-			return fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
+			return fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
 	}
 	if err := m.backend.AddToSet(ctx, sessionBySub(s.Sub), s.ID, m.cfg.MaxAge); err != nil {
-		return fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 	}
 	return nil
 }
@@ -397,7 +401,11 @@ func (m *sessionManager) cookieOf(name, value string, maxAge int) *http.Cookie {
 }
 
 // end removes r's session (logout) and returns it, if there was one, with
-// the cookies that delete it.
+// the cookies that delete it. When the session store fails, the cookies
+// are returned all the same (the sign-out holds in this browser), the
+// deletion is retried in the background until the store answers (see
+// deleteLater), and the error wraps ErrSessionStoreUnavailable; s is set
+// when the session could be read before the store failed.
 func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []*http.Cookie, error) {
 	clear := m.clearCookies(r)
 	parts, err := sessionCookieParts(r, m.cookie)
@@ -406,15 +414,17 @@ func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []
 	}
 	value := strings.Join(parts, "")
 	s, _, err := m.load(ctx, parts, m.p.cfg.Now())
-	if errors.Is(err, ErrUnavailable) {
-		return nil, nil, err
+	if errors.Is(err, ErrSessionStoreUnavailable) {
+		m.deleteLater(value)
+		return nil, clear, err
 	}
 	if err != nil {
 		return nil, clear, nil
 	}
 	if m.backend != nil {
 		if err := m.backend.Delete(ctx, sessionKey(s.ID)); err != nil {
-			return nil, nil, fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
+			m.deleteLater(s.ID)
+			return s, clear, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
 	} else {
 		m.cache.drop(value)
@@ -429,7 +439,7 @@ func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []
 func (m *sessionManager) useLoginState(ctx context.Context, state string, exp time.Time) (bool, error) {
 	ok, err := m.backend.SetNX(ctx, usedStateKey(state), []byte("1"), time.Until(exp))
 	if err != nil {
-		return false, fmt.Errorf("%w: session store: %w", ErrUnavailable, err)
+		return false, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 	}
 	return ok, nil
 }

@@ -29,7 +29,7 @@ func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *o
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			a.cfg.Logger.Warn("idp: callback: the session could not be stored", "error", err)
-			writeUnavailable(w, nil)
+			writeUnavailable(w, err)
 			return
 		}
 		a.cfg.Logger.Error("idp: callback: the session could not be created", "error", err)
@@ -77,10 +77,12 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s, clear, err := a.p.sessions.end(r.Context(), r)
-	if err != nil {
-		a.cfg.Logger.Warn("idp: logout: the session store is unavailable", "error", err)
-		writeUnavailable(w, nil)
-		return
+	storeDown := err != nil
+	if storeDown {
+		// The sign-out holds in this browser (its cookie is cleared); the
+		// session is deleted from the store, and ended at the provider,
+		// once the store answers again.
+		a.cfg.Logger.Warn("idp: logout while the session store is unavailable: the cookie is cleared, the session is deleted from the store when it is back", "error", err)
 	}
 	for _, c := range clear {
 		http.SetCookie(w, c)
@@ -96,12 +98,19 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	outcome := "skipped"
 	if refresh != "" {
 		outcome = a.providerLogout(r.Context(), refresh)
+	} else if storeDown && s == nil {
+		outcome = "pending" // when the session can be read again
 	}
 	if s != nil {
 		a.cfg.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
 	}
 	if !IsNavigation(r) && !(r.Method == http.MethodPost && acceptsHTML(r)) {
-		writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "provider_logout": outcome})
+		body := map[string]any{"logged_out": true, "provider_logout": outcome}
+		if storeDown {
+			body["session_store"] = "unavailable"
+			body["detail"] = "signed out in this browser; the session store is unavailable, so the session is deleted there (and ended at the provider) when it is back"
+		}
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	target := a.p.cfg.Session.PostLogoutRedirectURI

@@ -26,7 +26,8 @@ const (
 	// Forbidden: the token is valid but a guard refused it (403
 	// insufficient_scope).
 	Forbidden
-	// Unavailable: the provider's keys are not available (503).
+	// Unavailable: the provider's keys are not available, or the session
+	// store is not (ErrSessionStoreUnavailable) (503).
 	Unavailable
 )
 
@@ -120,10 +121,17 @@ func (v Verdict) Detail() string {
 		}
 		return "the token lacks a required role or scope"
 	case Unavailable:
+		if errors.Is(v.Err, ErrSessionStoreUnavailable) {
+			return detailSessionStoreUnavailable
+		}
 		return "the identity provider's keys are not available yet"
 	}
 	return ""
 }
+
+// detailSessionStoreUnavailable answers requests that need the session
+// store while it fails.
+const detailSessionStoreUnavailable = "the session store is unavailable; sign-in sessions cannot be used until it is back"
 
 // VerdictOf classifies an error of Authenticate, Verify or TokenFromRequest.
 // An error that is none of the package's sentinels is Unavailable (a

@@ -1,0 +1,125 @@
+package idp_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
+)
+
+// switchBackend is a real (memory) session backend that fails every call
+// while down is set, as a Redis that has stopped.
+type switchBackend struct {
+	idp.SessionBackend
+	down atomic.Bool
+}
+
+func (b *switchBackend) Get(ctx context.Context, k string) ([]byte, error) {
+	if b.down.Load() {
+		return nil, errDown
+	}
+	return b.SessionBackend.Get(ctx, k)
+}
+
+func (b *switchBackend) Set(ctx context.Context, k string, v []byte, ttl time.Duration) error {
+	if b.down.Load() {
+		return errDown
+	}
+	return b.SessionBackend.Set(ctx, k, v, ttl)
+}
+
+func (b *switchBackend) SetNX(ctx context.Context, k string, v []byte, ttl time.Duration) (bool, error) {
+	if b.down.Load() {
+		return false, errDown
+	}
+	return b.SessionBackend.SetNX(ctx, k, v, ttl)
+}
+
+func (b *switchBackend) Delete(ctx context.Context, keys ...string) error {
+	if b.down.Load() {
+		return errDown
+	}
+	return b.SessionBackend.Delete(ctx, keys...)
+}
+
+func (b *switchBackend) AddToSet(ctx context.Context, k, m string, ttl time.Duration) error {
+	if b.down.Load() {
+		return errDown
+	}
+	return b.SessionBackend.AddToSet(ctx, k, m, ttl)
+}
+
+func (b *switchBackend) SetMembers(ctx context.Context, k string) ([]string, error) {
+	if b.down.Load() {
+		return nil, errDown
+	}
+	return b.SessionBackend.SetMembers(ctx, k)
+}
+
+// A session-store outage is reported as the session store's (503 naming
+// it, with Retry-After), never as the provider's keys; bearer tokens keep
+// working; a sign-out during the outage clears the browser's cookie at
+// once, and the session is deleted from the store, and ended at the
+// provider, once the store is back.
+func TestSessionStoreOutage(t *testing.T) {
+	sw := &switchBackend{SessionBackend: idp.NewMemoryBackend()}
+	e := sessionEnv(t, sw, nil)
+	e.signIn(t, "/me")
+	u, _ := url.Parse(e.base)
+	saved := e.client.Jar.Cookies(u) // a copy, taken before the sign-out
+	sessions := e.idp.Sessions()
+
+	sw.down.Store(true)
+	resp := e.me(t, false)
+	body := readBody(resp)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(body, "session store is unavailable") || strings.Contains(body, "keys") {
+		t.Fatalf("a session during the outage: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	v := e.p.Authorize(func() *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, "/me", nil)
+		for _, c := range saved {
+			r.AddCookie(c)
+		}
+		return r
+	}())
+	if !errors.Is(v.Err, idp.ErrSessionStoreUnavailable) || v.Status() != http.StatusServiceUnavailable {
+		t.Fatalf("verdict during the outage: %+v", v)
+	}
+	bearer, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+	bearer.Header.Set("Authorization", "Bearer "+e.idp.Mint(e.idp.UserClaims(clientID, "svc")))
+	if resp, err := http.DefaultClient.Do(bearer); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a bearer token during the outage: %v %v", resp, err)
+	}
+
+	resp = e.post(t, "/auth/logout", "", "")
+	body = readBody(resp)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"session_store":"unavailable"`) {
+		t.Fatalf("sign-out during the outage: %d %s", resp.StatusCode, body)
+	}
+	if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("after the sign-out, still during the outage: %d, want 401 (the cookie is gone)", resp.StatusCode)
+	}
+
+	sw.down.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.idp.Sessions() != sessions-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider's session was not ended after the store came back: %d sessions", e.idp.Sessions())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+	for _, c := range saved {
+		r.AddCookie(c)
+	}
+	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie after the store came back: %v %v, want 401", resp, err)
+	}
+}
