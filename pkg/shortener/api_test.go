@@ -276,7 +276,7 @@ func TestLinkPathsAndMethods(t *testing.T) {
 		allow        string
 	}{
 		{"PUT", "/links", 405, "GET, HEAD, POST"},
-		{"PATCH", "/links/abcdefg", 405, "GET, HEAD, DELETE"},
+		{"PUT", "/links/abcdefg", 405, "GET, HEAD, PATCH, DELETE"},
 		{"POST", "/links/abcdefg/qr", 405, "GET, HEAD"},
 		{"DELETE", "/links/abcdefg/qr", 405, "GET, HEAD"},
 		{"GET", "/links/", 404, ""},

@@ -6,11 +6,12 @@ import (
 )
 
 // linkCache is a bounded in-process cache of resolved links, in front of
-// the store on the redirect path. Links never change once created, so a hit
-// is an exact answer; entries still expire after ttl so that a link removed
-// from the store behind the service's back (by hand, or by another tool)
-// stops resolving within ttl. Only found links are cached: a code unknown
-// now may be created a moment later by another replica.
+// the store on the redirect path. A link may change (PATCH /links/{code})
+// or be deleted on another replica, so an entry is served for at most ttl
+// after the store read that filled it began: every replica serves an edit
+// within ttl of its commit. This replica drops its entry at once when it
+// edits or deletes the link itself. Only found links are cached: a code
+// unknown now may be created a moment later by another replica.
 //
 // It keeps two generations of at most size/2 entries each: new entries go
 // to the current one; when it is full it becomes the previous one and the
@@ -51,9 +52,11 @@ func (c *linkCache) get(code string) (Link, bool) {
 	return e.link, true
 }
 
-// put caches l under its code.
-func (c *linkCache) put(l Link) {
-	e := cacheEntry{link: l, expires: c.now().Add(c.ttl)}
+// put caches l under its code, as read from the store by a read that
+// began at readAt: the entry expires ttl after readAt, so that it never
+// outlives an edit committed after the read by more than ttl.
+func (c *linkCache) put(l Link, readAt time.Time) {
+	e := cacheEntry{link: l, expires: readAt.Add(c.ttl)}
 	c.mu.Lock()
 	if len(c.cur) >= c.half {
 		c.prev, c.cur = c.cur, make(map[string]cacheEntry, c.half)

@@ -92,3 +92,43 @@ type Store interface {
 	// the other methods return errors.
 	Close() error
 }
+
+// LinkEdit is a change to a link: the fields that are not nil are set.
+type LinkEdit struct {
+	// URL is the new target, already normalised (see NormalizeURL).
+	URL *string
+	// ExpiresAt is the new expiry; a pointer to the zero time clears it.
+	ExpiresAt *time.Time
+	// MaxVisits is the new visit limit; a pointer to 0 clears it.
+	MaxVisits *int64
+}
+
+// IsZero reports whether e changes nothing.
+func (e LinkEdit) IsZero() bool { return e.URL == nil && e.ExpiresAt == nil && e.MaxVisits == nil }
+
+// Apply returns l with the fields of e set.
+func (e LinkEdit) Apply(l Link) Link {
+	if e.URL != nil {
+		l.URL = *e.URL
+	}
+	if e.ExpiresAt != nil {
+		l.ExpiresAt = *e.ExpiresAt
+	}
+	if e.MaxVisits != nil {
+		l.MaxVisits = *e.MaxVisits
+	}
+	return l
+}
+
+// Editor is the optional Store capability of changing a link in place
+// (PATCH /links/{code}). The stores of this module implement it.
+type Editor interface {
+	// Edit applies e to the link of code atomically, when owner is "" or
+	// is its creator, and returns the link as stored afterwards (with its
+	// visits). It returns an error matching ErrNotFound when there is no
+	// such link (or owner is not its creator), and one matching
+	// ErrOverLimit, changing nothing, when the resulting link would have
+	// a limit below the visits counted in the store. Concurrent Visit
+	// calls see the link before or after the edit, never a mix.
+	Edit(ctx context.Context, code, owner string, e LinkEdit) (Link, error)
+}

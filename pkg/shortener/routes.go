@@ -31,7 +31,7 @@ type route struct {
 // http.ServeMux, answers Routes and names the routes for metrics. The
 // order of a path's methods is the order of its 405's Allow header.
 func (h *Handler) table() []route {
-	const get, post, del = http.MethodGet, http.MethodPost, http.MethodDelete
+	const get, post, patch, del = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
 	rows := []route{
 		{Route: Route{Method: post, Pattern: "/shorten", Identity: true, Name: "shorten"}, serve: h.serveShorten},
 		{Route: Route{Method: get, Pattern: "/health", Name: "health"}, serve: h.serveHealth},
@@ -39,6 +39,7 @@ func (h *Handler) table() []route {
 		{Route: Route{Method: get, Pattern: "/links", Identity: true, Name: "links"}, serve: h.withCaller(h.serveList), sameOrigin: true},
 		{Route: Route{Method: post, Pattern: "/links", Identity: true, Name: "links"}, serve: h.withCaller(h.serveCreateLink), sameOrigin: true},
 		{Route: Route{Method: get, Pattern: "/links/{code}", Identity: true, Name: "link"}, serve: h.withCaller(h.serveLink), sameOrigin: true},
+		{Route: Route{Method: patch, Pattern: "/links/{code}", Identity: true, Name: "link"}, serve: h.withCaller(h.serveEdit), sameOrigin: true},
 		{Route: Route{Method: del, Pattern: "/links/{code}", Identity: true, Name: "link"}, serve: h.withCaller(h.serveDelete), sameOrigin: true},
 		{Route: Route{Method: get, Pattern: "/links/{code}/qr", Identity: true, Name: "qr"}, serve: h.withCaller(h.serveQR), sameOrigin: true},
 	}

@@ -46,16 +46,16 @@ type Options struct {
 	// Now returns the current time. [time.Now]
 	Now func() time.Time
 	// CacheSize bounds an in-process cache of resolved links, in entries
-	// (about 200 bytes each plus the URL); 0 disables it. Links without a
-	// visit limit never change once created (expiry is checked on every
-	// hit), so cached redirects are exact; links with MaxVisits are never
-	// cached. With PostgreSQL the cache saves a database round trip per
-	// redirect. [0: no cache]
+	// (about 200 bytes each plus the URL); 0 disables it. Expiry is
+	// checked on every hit; links with MaxVisits are never cached. With
+	// PostgreSQL the cache saves a database round trip per redirect.
+	// [0: no cache]
 	CacheSize int
 	// CacheTTL is how long a cached link is served without asking the
-	// store again: a link deleted on another replica, or from the store by
-	// hand, keeps resolving here for at most this long (a link deleted
-	// through this Service stops at once). [1m]
+	// store again: the bound within which every replica serves an edit
+	// (PATCH /links/{code}) or stops serving a deleted link made on
+	// another replica, or in the store by hand. The replica that edits or
+	// deletes a link serves the change at once. [5s]
 	CacheTTL time.Duration
 	// StoreTimeout bounds each call to the store: a store that does not
 	// answer within it (frozen, or unreachable without a refusal) fails
@@ -66,6 +66,9 @@ type Options struct {
 	// [DefaultStoreTimeout: 5s]
 	StoreTimeout time.Duration
 }
+
+// DefaultCacheTTL is the default of Options.CacheTTL.
+const DefaultCacheTTL = 5 * time.Second
 
 // Service issues and resolves short links on top of a Store: the domain,
 // apart from HTTP (NewHandler serves it). It is safe for concurrent use.
@@ -134,7 +137,7 @@ func New(store Store, o Options) (*Service, error) {
 	if o.CacheSize > 0 {
 		ttl := o.CacheTTL
 		if ttl <= 0 {
-			ttl = time.Minute
+			ttl = DefaultCacheTTL
 		}
 		s.cache = newLinkCache(o.CacheSize, ttl, s.now)
 	}
@@ -264,12 +267,13 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 	if l, ok := s.cache.get(code); ok {
 		return l, nil
 	}
+	readAt := s.now()
 	l, err := s.store.Get(ctx, code)
 	if err != nil {
 		return Link{}, err
 	}
 	if !l.Limited() { // a limited link changes with every visit
-		s.cache.put(l)
+		s.cache.put(l, readAt)
 	}
 	return l, nil
 }

@@ -32,7 +32,12 @@ type shortenResponse struct {
 // readJSONBody checks the content type and size of a JSON request and
 // reads it. It answers the error itself and returns ok false.
 func readJSONBody(w http.ResponseWriter, r *http.Request) (body []byte, ok bool) {
-	if !isJSON(r.Header.Get("Content-Type")) {
+	return readBody(w, r, isJSON)
+}
+
+// readBody is readJSONBody for the content types that accept admits.
+func readBody(w http.ResponseWriter, r *http.Request, accept func(contentType string) bool) (body []byte, ok bool) {
+	if !accept(r.Header.Get("Content-Type")) {
 		problem.Write(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 		return nil, false
 	}

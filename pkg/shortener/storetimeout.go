@@ -59,3 +59,14 @@ func (s timeoutStore) Ping(ctx context.Context) error {
 	defer cancel()
 	return s.Store.Ping(ctx)
 }
+
+// Edit forwards to the store's Editor, or returns ErrNotSupported.
+func (s timeoutStore) Edit(ctx context.Context, code, owner string, e LinkEdit) (Link, error) {
+	ed, ok := s.Store.(Editor)
+	if !ok {
+		return Link{}, ErrNotSupported
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.d)
+	defer cancel()
+	return ed.Edit(ctx, code, owner, e)
+}

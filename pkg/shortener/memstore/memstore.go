@@ -168,3 +168,24 @@ func (s *Store) Close() error {
 	s.closed = true
 	return nil
 }
+
+var _ shortener.Editor = (*Store)(nil)
+
+// Edit applies e to the link of code when owner is "" or its creator.
+func (s *Store) Edit(_ context.Context, code, owner string, e shortener.LinkEdit) (shortener.Link, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return shortener.Link{}, shortener.ErrClosed
+	}
+	l, ok := s.links[code]
+	if !ok || (owner != "" && l.CreatedBy != owner) {
+		return shortener.Link{}, fmt.Errorf("memstore: edit %q: %w", code, shortener.ErrNotFound)
+	}
+	l = e.Apply(l)
+	if l.MaxVisits > 0 && l.Visits > l.MaxVisits {
+		return shortener.Link{}, fmt.Errorf("memstore: edit %q: %w", code, shortener.ErrOverLimit)
+	}
+	s.links[code] = l
+	return l, nil
+}

@@ -17,18 +17,34 @@ import (
 // one fresh schema, each with a Service in front.
 func replicas(t *testing.T, n int) ([]*shortener.Service, []http.Handler) {
 	t.Helper()
+	return replicasWith(t, n, shortener.Options{})
+}
+
+// replicasWith is replicas with options (BaseURL, CacheSize and
+// VisitFlushInterval are set when zero).
+func replicasWith(t *testing.T, n int, o shortener.Options) ([]*shortener.Service, []http.Handler) {
+	t.Helper()
+	if o.BaseURL == "" {
+		o.BaseURL = "https://sho.rt"
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = 1000
+	}
+	if o.VisitFlushInterval == 0 {
+		o.VisitFlushInterval = time.Hour
+	}
 	dsn, _ := schemaDSN(t)
 	dsn = pgtest.WithParam(t, dsn, "pool_max_conns", "8")
 	svcs := make([]*shortener.Service, n)
 	hs := make([]http.Handler, n)
 	for i := range n {
 		st := open(t, dsn)
-		svc, err := shortener.New(st, shortener.Options{BaseURL: "https://sho.rt", CacheSize: 1000, VisitFlushInterval: time.Hour})
+		svc, err := shortener.New(st, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = svc.Close(context.Background()); _ = st.Close() })
-		h, err := shortener.NewHandler(svc, shortener.HandlerOptions{})
+		h, err := shortener.NewHandler(svc, shortener.HandlerOptions{Owner: shortener.OwnerFromHeader("X-User")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,4 +127,9 @@ func TestVisitCountsFromReplicasAddUp(t *testing.T) {
 	if err != nil || got.Visits != 120 {
 		t.Fatalf("visits %d (%v), want 120", got.Visits, err)
 	}
+}
+
+// replicaOptions are options with a clock and a cache TTL.
+func replicaOptions(now func() time.Time, ttl time.Duration) shortener.Options {
+	return shortener.Options{Now: now, CacheTTL: ttl}
 }

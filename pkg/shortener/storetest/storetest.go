@@ -49,6 +49,9 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"ConcurrentVisitLimit", testConcurrentVisitLimit},
 		{"AddVisits", testAddVisits},
 		{"ClosedLinkMethods", testClosedLinkMethods},
+		{"Edit", testEdit},
+		{"EditOverLimit", testEditOverLimit},
+		{"ConcurrentEditAndVisits", testConcurrentEditAndVisits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

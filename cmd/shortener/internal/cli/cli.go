@@ -130,7 +130,7 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.Duration("drain-delay", 5*time.Second, `on SIGTERM, how long /health answers 503 while the listener still accepts, before the shutdown; "0s" stops at once`)
 	f.Duration("store-timeout", shortener.DefaultStoreTimeout, "bound of each link store call: past it the request answers 503 (the link store is unavailable) with Retry-After")
 	f.Int("cache-size", 100_000, "links kept in an in-process redirect cache (about 200 bytes each plus the URL); 0 disables it")
-	f.Duration("cache-ttl", time.Minute, "how long a cached link is served without asking the store (a link deleted by hand resolves for at most this long)")
+	f.Duration("cache-ttl", shortener.DefaultCacheTTL, "how long a cached link is served without asking the store: every replica serves an edit or stops serving a deleted link within this bound")
 	f.Bool("custom-codes", true, "let creators choose their short code (short_code: 3-64 of A-Z a-z 0-9 _ -)")
 	f.Bool("page", true, "serve the web page (create links, list yours, QR codes) at GET /")
 	f.String("login-url", shortener.DefaultLoginURL, "where the page sends visitors without identity (a path on this site)")
