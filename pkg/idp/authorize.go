@@ -16,6 +16,10 @@ import (
 // Answer a refusal with WriteVerdict; on Allowed, serve the request with
 // NewContext(r.Context(), v.Identity) when the handler reads the identity
 // from the context.
+//
+// Authorize records no span: with Config.TracerProvider set, Middleware,
+// Require, Authenticate and the With* adapters record one (idp.authorize)
+// around it, and pkg/proxy records its own.
 func (p *Plugin) Authorize(r *http.Request, guards ...Guard) Verdict {
 	var v Verdict
 	id := identityFrom(r.Context())
@@ -54,6 +58,7 @@ func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 		// included (a hit compares the whole token): only a miss checks
 		// the syntax, and goes on with the same probe.
 		if id := p.probe(raw, &pr); id != nil {
+			v.Cached = true
 			return id, nil
 		}
 		_, err = checkTokenSyntax(raw)
@@ -64,6 +69,7 @@ func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 		if err == nil {
 			pr = probe{}
 			if id := p.probe(raw, &pr); id != nil {
+				v.Cached = true
 				return id, nil
 			}
 		}
@@ -72,6 +78,7 @@ func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 		return nil, err
 	}
 	id, err := p.verifyMiss(r.Context(), &pr)
+	v.Cached = pr.cached
 	if err != nil && v.Session && errors.Is(err, ErrInvalidToken) {
 		// A session whose token no longer verifies (the provider's keys
 		// changed past it): over, sign in again.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TokenLocation says where the access token is read from.
@@ -167,6 +169,14 @@ type Config struct {
 	// at the provider too. Needs IncludeRoutes. nil: the API mode of the
 	// specification. [nil]
 	Session *SessionConfig
+
+	// TracerProvider records OpenTelemetry spans: idp.authorize around
+	// Middleware, Require, Authenticate and the With* adapters (issuer,
+	// cache hit or miss, outcome), idp.jwks.fetch for every key-set fetch,
+	// idp.token.exchange for the callback's code exchange and
+	// idp.token.refresh for every refresh. A span never carries a token, a
+	// cookie, a query string or a claim value. [nil: no spans, at no cost]
+	TracerProvider trace.TracerProvider
 }
 
 // Issuer returns the issuer URL tokens must carry: IssuerURL when set,

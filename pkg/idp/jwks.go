@@ -54,6 +54,9 @@ import (
 	"time"
 
 	"github.com/MicahParks/jwkset"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // verifyKey is one usable signature-verification key of the provider.
@@ -181,7 +184,8 @@ type keySet struct {
 	ttl      time.Duration
 	interval time.Duration // least time between two unknown-kid refetches
 	log      *slog.Logger
-	onChange func() // called when the key material changed
+	onChange func()       // called when the key material changed
+	tracer   trace.Tracer // nil: no spans
 
 	snap atomic.Pointer[keySnapshot]
 	meta atomic.Pointer[providerMetadata]
@@ -343,8 +347,21 @@ func (k *keySet) close() {
 func (k *keySet) fetch() error {
 	ctx, cancel := context.WithTimeout(context.Background(), k.timeout)
 	defer cancel()
+	if k.tracer != nil {
+		// Shared by every caller waiting for it: a trace of its own.
+		var span trace.Span
+		ctx, span = k.tracer.Start(ctx, "idp.jwks.fetch", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(AttrIssuer.String(k.issuer)))
+		defer func() {
+			if s := k.snap.Load(); s != nil {
+				span.SetAttributes(attribute.Int("idp.jwks.keys", len(s.all)), attribute.Int64("idp.jwks.generation", int64(s.gen)))
+			}
+			span.End()
+		}()
+	}
 	err := k.fetchCtx(ctx)
 	if err != nil {
+		trace.SpanFromContext(ctx).SetStatus(codes.Error, "key set fetch failed")
 		k.failures.Add(1)
 		k.log.Warn("idp: key set refresh failed", "error", err)
 		return err

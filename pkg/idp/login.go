@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 )
 
@@ -137,7 +138,9 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := a.providerCtx(r.Context())
 	defer cancel()
-	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(st.Verifier))
+	xctx, span := a.p.startSpan(ctx, "idp.token.exchange", trace.SpanKindClient)
+	tok, err := conf.Exchange(xctx, code, oauth2.VerifierOption(st.Verifier))
+	endSpan(span, err, "the provider refused the code or could not be reached")
 	if err != nil {
 		a.providerFailure(w, "code exchange", err, "the identity provider refused the authorization code")
 		return

@@ -12,7 +12,7 @@ import (
 // WriteError. Authorize does the same without touching the request, and
 // applies guards.
 func (p *Plugin) Authenticate(r *http.Request) (*http.Request, error) {
-	v := p.Authorize(r)
+	v := p.authorize(r, nil)
 	if v.Identity == nil {
 		return r, v.Err
 	}
@@ -29,7 +29,7 @@ func (p *Plugin) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		v := p.Authorize(r)
+		v := p.authorize(r, nil)
 		if !v.Allowed() {
 			p.WriteVerdict(w, r, v)
 			return
@@ -59,7 +59,7 @@ func isUnder(path, prefix string) bool {
 func (p *Plugin) Require(guards ...Guard) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v := p.Authorize(r, guards...)
+			v := p.authorize(r, guards)
 			if !v.Allowed() {
 				p.WriteVerdict(w, r, v)
 				return
@@ -95,7 +95,7 @@ func (p *Plugin) WithIdentity(h func(w http.ResponseWriter, r *http.Request, id 
 
 func (p *Plugin) withIdentity(h func(w http.ResponseWriter, r *http.Request, id *Identity)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := p.Authorize(r)
+		v := p.authorize(r, nil)
 		if !v.Allowed() {
 			p.WriteVerdict(w, r, v)
 			return

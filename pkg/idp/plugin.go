@@ -11,6 +11,7 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
@@ -32,6 +33,7 @@ type Plugin struct {
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
+	tracer      trace.Tracer                // nil without Config.TracerProvider
 
 	stop     context.CancelFunc
 	stopped  chan struct{}
@@ -72,6 +74,9 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		stopped:     make(chan struct{}),
 	}
 	p.redirects, _ = compileRedirectHosts(cfg.AllowedRedirectHosts) // validated above
+	if cfg.TracerProvider != nil {
+		p.tracer = cfg.TracerProvider.Tracer(tracerName)
+	}
 	p.audiences[cfg.Audience] = struct{}{}
 	for _, a := range cfg.OptionalAudiences {
 		if a != "" {
@@ -104,6 +109,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		ttl:      cfg.JWKSCacheTTL,
 		interval: cfg.UnknownKIDRefreshInterval,
 		log:      cfg.Logger,
+		tracer:   p.tracer,
 	}
 	kf, err := newKeyfunc(p.keys)
 	if err != nil {

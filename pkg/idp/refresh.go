@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 )
 
@@ -41,7 +42,9 @@ func (a *authRoutes) refresh(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := a.providerCtx(r.Context())
 	defer cancel()
-	tok, err := conf.TokenSource(ctx, &oauth2.Token{RefreshToken: *body.RefreshToken}).Token()
+	rctx, span := a.p.startSpan(ctx, "idp.token.refresh", trace.SpanKindClient)
+	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: *body.RefreshToken}).Token()
+	endSpan(span, err, "the provider refused the refresh token or could not be reached")
 	if err != nil {
 		a.providerFailure(w, "refresh", err, "the identity provider refused the refresh token")
 		return

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 )
 
@@ -270,7 +271,10 @@ func (m *sessionManager) refreshTokens(ctx context.Context, s *session) (*sessio
 	cctx, cancel := context.WithTimeout(ctx, m.p.cfg.HTTPTimeout)
 	defer cancel()
 	cctx = context.WithValue(cctx, oauth2.HTTPClient, m.p.cfg.HTTPClient)
-	tok, err := conf.TokenSource(cctx, &oauth2.Token{RefreshToken: s.Refresh}).Token()
+	rctx, span := m.p.startSpan(cctx, "idp.token.refresh", trace.SpanKindClient)
+	span.SetAttributes(AttrSession.Bool(true))
+	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: s.Refresh}).Token()
+	endSpan(span, err, "the provider refused the refresh token or could not be reached")
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode/100 == 4 {

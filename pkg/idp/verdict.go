@@ -61,6 +61,9 @@ type Verdict struct {
 	// Session reports that the token came from a browser session rather
 	// than from the request's Authorization header or token cookie.
 	Session bool
+	// Cached reports that the verified-token cache answered: the token
+	// was verified before and its signature was not checked again.
+	Cached bool
 	// Clause names the rule's clause that refused a Forbidden request
 	// ("roles", "groups", "claims:tid", "email_domains": see NamedGuard),
 	// "" otherwise or for a guard that names none. It is the rule's
@@ -154,7 +157,7 @@ func VerdictOf(err error) Verdict {
 
 // with returns o carrying v's session fields.
 func (v Verdict) with(o Verdict) Verdict {
-	o.Cookies, o.Session = v.Cookies, v.Session
+	o.Cookies, o.Session, o.Cached = v.Cookies, v.Session, v.Cached
 	return o
 }
 

@@ -51,6 +51,8 @@ type probe struct {
 	snap *keySnapshot // the keys raw is verified under
 	now  time.Time
 	slot *atomic.Pointer[hotEntry] // raw's slot in the hot table (nil without a cache)
+	// cached is set by verifyMiss when the verified-token cache served raw.
+	cached bool
 }
 
 // probe checks raw's size and the keys and returns the Identity the hot
@@ -104,6 +106,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		if c, err := p.decodeClaims(payload); err == nil {
 			id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
 			p.cache.promote(key, id, exp, snap.gen)
+			pr.cached = true
 			return id, nil
 		}
 	}

@@ -101,14 +101,14 @@ func (p *Proxy) decide(r *http.Request) verdict {
 		// A token on a public route: forward its identity when it is
 		// valid, otherwise go on anonymously (rewrite drops it).
 		v := verdict{rule: rl, dec: decPublic}
-		iv := p.authorize(r, nil)
+		iv := p.authorize(r, rl, nil)
 		if iv.Allowed() {
 			v.id = iv.Identity
 		}
 		v.cookies = iv.Cookies
 		return v
 	}
-	iv := p.authorize(r, rl.guards)
+	iv := p.authorize(r, rl, rl.guards)
 	if !iv.Allowed() {
 		if iv.Outcome == idp.NoToken && errors.Is(iv.Err, idp.ErrCrossOrigin) {
 			// The plugin took the token cookie of a cross-origin unsafe
@@ -129,12 +129,16 @@ func isPreflight(r *http.Request) bool {
 }
 
 // authorize asks the plugin, timing verifications (not requests without
-// a token) in the verify histogram.
-func (p *Proxy) authorize(r *http.Request, guards []idp.Guard) idp.Verdict {
+// a token) in the verify histogram, and records a span of rule rl when
+// tracing.
+func (p *Proxy) authorize(r *http.Request, rl *rule, guards []idp.Guard) idp.Verdict {
 	t0 := time.Now()
 	v := p.plugin.Authorize(r, guards...)
 	if v.Outcome != idp.NoToken {
 		p.metrics.verify.Observe(time.Since(t0).Seconds())
+	}
+	if p.tracer != nil {
+		p.authorizeSpan(r, rl, v, t0)
 	}
 	return v
 }

@@ -6,12 +6,16 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
+	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -33,6 +37,22 @@ type Options struct {
 	// connections, upstream.timeout for response headers, no compression
 	// of its own, no environment proxy]
 	Transport http.RoundTripper
+	// TracerProvider records OpenTelemetry spans: one server span per
+	// request (method, path without query, rule, decision, status), a
+	// proxy.authorize span (rule, decision, issuer, verified-token cache
+	// hit or miss) and a proxy.upstream client span, whose W3C trace
+	// context (traceparent, tracestate) is sent upstream. No span carries
+	// a token, a cookie, a query string or a claim value. Give the same
+	// provider to the plugin (idp.Config.TracerProvider) for its key
+	// fetches and token calls. [nil: no tracing, and a client's
+	// traceparent is forwarded untouched, as any other header]
+	TracerProvider trace.TracerProvider
+	// TrustedTraceParents are the callers (by peer address) whose
+	// traceparent the proxy continues: its request span joins their
+	// trace. From any other caller a traceparent starts a new trace, with
+	// a link to the caller's span, so that nobody can join the service's
+	// traces or force their sampling. [none]
+	TrustedTraceParents []netip.Prefix
 }
 
 // Proxy is the authenticating reverse proxy: an http.Handler that judges
@@ -59,6 +79,8 @@ type Proxy struct {
 	authRule          *rule
 	badRule           *rule // label of requests rejected before any rule
 	maxBody           int64
+	ts                *tracing.Server // nil: no tracing
+	tracer            trace.Tracer
 
 	rids requestIDs
 }
@@ -148,6 +170,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	p.verifyRule.metrics = p.metrics.forRule(p.verifyRule.label)
 
 	p.rids.init()
+	if p.ts = tracing.NewServer(o.TracerProvider, tracerName, o.TrustedTraceParents); p.ts != nil {
+		p.tracer = p.ts.Tracer()
+	}
 
 	if p.upstream == nil {
 		return p, nil // forward-auth only: nothing is forwarded
@@ -159,6 +184,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 			return nil, err
 		}
 		tr = t
+	}
+	if p.tracer != nil {
+		tr = tracedTransport{rt: tr, tracer: p.tracer}
 	}
 	p.rp = p.newReverseProxy(tr)
 	return p, nil
@@ -177,6 +205,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ridv := []string{rid}
 	r.Header["X-Request-Id"] = ridv // read by rewrite; the client's is replaced
 	w.Header()["X-Request-Id"] = ridv
+	var span trace.Span
+	if p.ts != nil {
+		r, span = p.startRequestSpan(r, rid)
+	}
 	sw := writerPool.Get().(*statuswriter.Writer)
 	*sw = statuswriter.Writer{ResponseWriter: w}
 	v := p.serve(sw, r)
@@ -187,6 +219,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	p.metrics.observe(r.Method, status, d)
+	if span != nil {
+		endRequestSpan(span, v, status)
+	}
 	if p.access != nil && p.access.Enabled(r.Context(), slog.LevelInfo) {
 		p.logAccess(r, sw, rid, v, d)
 	}
