@@ -319,6 +319,11 @@ func (c Config) validate() error {
 			bad("sessions need include_routes: the login routes start them")
 		}
 		c.Session.validate(bad)
+		if c.Session.CookieDomain != "" {
+			if err := checkCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
+				bad("session cookie domain %q: %v", c.Session.CookieDomain, err)
+			}
+		}
 	}
 	for _, p := range c.ExcludedPaths {
 		if !strings.HasPrefix(p, "/") {

@@ -277,7 +277,30 @@ func IsNavigation(r *http.Request) bool {
 // page it asked for (when that is a safe return-to target, else "/").
 func (p *Plugin) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, p.LoginURL(r.URL.RequestURI()), http.StatusFound)
+	http.Redirect(w, r, p.LoginURLFor(r), http.StatusFound)
+}
+
+// LoginURLFor returns the URL of the login route that brings the browser
+// back to the page r asked for. It is LoginURL(r.URL.RequestURI()), a
+// site-relative URL, unless r is for another host than RedirectURI's (the
+// central callback host) that Config.AllowedRedirectHosts allows: then it
+// is the absolute URL of the login route on the callback host, with r's
+// absolute URL (RedirectURI's scheme, r.Host) as return_to, so that one
+// callback serves every app of the sign-in.
+func (p *Plugin) LoginURLFor(r *http.Request) string {
+	uri := r.URL.RequestURI()
+	if p.redirects == nil || r.Host == "" {
+		return p.LoginURL(uri)
+	}
+	cb, err := url.Parse(p.cfg.RedirectURI)
+	if err != nil || strings.EqualFold(r.Host, cb.Host) {
+		return p.LoginURL(uri)
+	}
+	target, ok := p.redirects.target(cb.Scheme+"://"+r.Host+uri, cb.Scheme == "https")
+	if !ok {
+		return p.LoginURL(uri)
+	}
+	return cb.Scheme + "://" + cb.Host + strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/login?return_to=" + url.QueryEscape(target)
 }
 
 // LoginURL returns the site-relative URL of the login route that brings

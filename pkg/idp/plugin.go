@@ -92,6 +92,11 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	p.cop = http.NewCrossOriginProtection()
 	if u, err := url.Parse(cfg.RedirectURI); err == nil && u.Host != "" {
 		_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
+		// The apps of one sign-in named by exact host trust each other's
+		// unsafe requests; hosts matched by a pattern only get redirects.
+		for _, o := range p.redirects.origins(u.Scheme == "https") {
+			_ = p.cop.AddTrustedOrigin(o)
+		}
 	}
 	if cfg.Session != nil {
 		u, _ := url.Parse(cfg.RedirectURI) // validated

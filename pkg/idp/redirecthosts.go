@@ -168,6 +168,26 @@ func (h *redirectHosts) allows(host, port string) bool {
 	return false
 }
 
+// origins returns the origins of the exact hosts ("https://host[:port]",
+// and "http://..." unless httpsOnly), for the cross-origin check of
+// unsafe requests; entries with any port and suffix patterns have none.
+func (h *redirectHosts) origins(httpsOnly bool) []string {
+	if h == nil {
+		return nil
+	}
+	var out []string
+	for k := range h.exact {
+		if strings.HasSuffix(k, ":*") {
+			continue
+		}
+		out = append(out, "https://"+k)
+		if !httpsOnly {
+			out = append(out, "http://"+k)
+		}
+	}
+	return out
+}
+
 // target judges an absolute return-to URL: it must be http(s)
 // ("https" when httpsOnly), written in ASCII without a control
 // character, space or backslash anywhere, without user info or fragment,
@@ -233,4 +253,28 @@ func (h *redirectHosts) target(s string, httpsOnly bool) (string, bool) {
 		out += ":" + port
 	}
 	return out + uri, true
+}
+
+// checkCookieDomain checks a session cookie domain (lower case, without
+// a leading dot) against the callback URL: a DNS name that is not a public
+// suffix, an https callback (the cookie is __Secure-), and a callback host
+// the domain covers (else the callback could not set the cookie).
+func checkCookieDomain(domain, redirectURI string) error {
+	if err := checkHostName(domain); err != nil {
+		return err
+	}
+	if ps, _ := publicsuffix.PublicSuffix(domain); ps == domain {
+		return errors.New("a public suffix (every site under it would get the cookie); name your own domain")
+	}
+	u, err := url.Parse(redirectURI)
+	if err != nil || u.Host == "" {
+		return nil // reported as redirect_uri's problem
+	}
+	if u.Scheme != "https" {
+		return errors.New("needs an https redirect_uri: a cookie shared across hosts is __Secure- and Secure, never sent over http")
+	}
+	if h := strings.ToLower(u.Hostname()); h != domain && !strings.HasSuffix(h, "."+domain) {
+		return fmt.Errorf("does not cover the callback host %q of redirect_uri: the callback could not set the cookie", h)
+	}
+	return nil
 }

@@ -27,6 +27,15 @@ type SessionConfig struct {
 	// ...). Over https it is prefixed "__Host-" (Secure, Path=/, no
 	// Domain): no sibling subdomain can set it. [idp_session]
 	CookieName string
+	// CookieDomain shares the session between the hosts of a domain
+	// ("example.com": every *.example.com host, single sign-on across
+	// the apps behind one sign-in). The cookie is then "__Secure-"-
+	// prefixed (Secure, Path=/, Domain=CookieDomain): RedirectURI must
+	// be https and its host must be CookieDomain or one of its
+	// subdomains, and a public suffix ("com", "co.uk") is refused. A
+	// sibling subdomain can then set or overwrite the cookie (it cannot
+	// read or forge its sealed content). [""; a host-only __Host- cookie]
+	CookieDomain string
 	// MaxAge is a session's absolute lifetime, whatever its refreshes; the
 	// provider's own session and refresh-token lifetimes apply as well.
 	// [12h]
@@ -49,6 +58,7 @@ type SessionConfig struct {
 }
 
 func (c SessionConfig) withDefaults() SessionConfig {
+	c.CookieDomain = strings.ToLower(strings.TrimPrefix(c.CookieDomain, "."))
 	if c.CookieName == "" {
 		c.CookieName = DefaultSessionCookie
 	}

@@ -23,6 +23,7 @@ type sessionManager struct {
 	cache   *openedCache   // cookie store only
 	revoked revocations    // cookie store: back-channel logouts
 	secure  bool           // https: Secure cookies with the __Host- prefix
+	domain  string         // SessionConfig.CookieDomain: a __Secure- cookie with this Domain
 	cookie  string         // the cookie's full name
 
 	mu      sync.Mutex
@@ -48,7 +49,12 @@ func newSessionManager(p *Plugin, cfg SessionConfig, secure bool) (*sessionManag
 	seal.max = maxCookieChunks * cookieChunk
 	m := &sessionManager{p: p, cfg: cfg, seal: seal, backend: cfg.Backend, secure: secure,
 		cookie: cfg.CookieName, flights: map[string]*refreshFlight{}}
-	if secure {
+	switch {
+	case cfg.CookieDomain != "":
+		// Validated: RedirectURI is https.
+		m.domain, m.secure = cfg.CookieDomain, true
+		m.cookie = "__Secure-" + cfg.CookieName
+	case secure:
 		m.cookie = "__Host-" + cfg.CookieName
 	}
 	if m.backend == nil {
@@ -400,7 +406,7 @@ func (m *sessionManager) clearCookies(r *http.Request) []*http.Cookie {
 }
 
 func (m *sessionManager) cookieOf(name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
+	return &http.Cookie{Name: name, Value: value, Path: "/", Domain: m.domain, MaxAge: maxAge,
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode}
 }
 

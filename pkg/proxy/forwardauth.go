@@ -168,7 +168,7 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 			if v.idp.Outcome == idp.NoToken && p.plugin.Config().Session != nil && idp.IsNavigation(orig) {
 				// nginx takes 401 only; its error_page sends the browser
 				// here (auth_request_set from this header).
-				w.Header().Set("X-Auth-Request-Redirect", p.plugin.LoginURL(orig.URL.RequestURI()))
+				w.Header().Set("X-Auth-Request-Redirect", p.plugin.LoginURLFor(orig))
 			}
 			orig = orig.Clone(orig.Context())
 			orig.Header.Del("Accept") // never a login redirect: 401

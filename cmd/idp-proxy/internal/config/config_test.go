@@ -339,6 +339,14 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"allowed redirect host that never matches", func(c *File) {
 			c.IDP.AllowedRedirectHosts = []string{"wiki.example.com."}
 		}, `allowed_redirect_hosts: "wiki.example.com.": a trailing dot never matches`},
+		{"cookie domain over http", func(c *File) {
+			c.IDP.IncludeRoutes, c.IDP.SessionSecret, c.IDP.RedirectURI = true, strings.Repeat("s", 32), "http://login.example.com/auth/callback"
+			c.Session.Enabled, c.Session.CookieDomain = true, "example.com"
+		}, "needs an https redirect_uri"},
+		{"cookie domain not covering the callback", func(c *File) {
+			c.IDP.IncludeRoutes, c.IDP.SessionSecret, c.IDP.RedirectURI = true, strings.Repeat("s", 32), "https://login.example.org/auth/callback"
+			c.Session.Enabled, c.Session.CookieDomain = true, "example.com"
+		}, `session cookie domain "example.com": does not cover the callback host "login.example.org"`},
 		{"rule without match", func(c *File) { c.Routes = []proxy.RouteConfig{{}} }, "routes[0]: match is required"},
 		{"bad pattern", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "GET  x"}} }, `routes[0] "GET  x": invalid pattern`},
 		{"public with roles", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "/x", Public: true, Roles: []string{"a"}}} }, "public excludes"},

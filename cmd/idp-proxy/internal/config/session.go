@@ -36,6 +36,11 @@ type Session struct {
 	// PostLogoutRedirectURI is where the provider sends the browser after
 	// logout (registered at the provider). [""]
 	PostLogoutRedirectURI string `mapstructure:"post_logout_redirect_uri"`
+	// CookieDomain shares the session cookie between the hosts of a
+	// domain (single sign-on across subdomains): the cookie becomes
+	// "__Secure-" with Domain set; needs an https idp.redirect_uri on a
+	// host the domain covers. [""]
+	CookieDomain string `mapstructure:"cookie_domain"`
 	// PreviousSecretsFile holds former idp.session_secret values, one per
 	// line, still accepted to open session cookies (key rotation). [""]
 	PreviousSecretsFile string `mapstructure:"previous_secrets_file"`
@@ -76,6 +81,7 @@ func (s Session) sessionConfig(noSecrets bool) (*idp.SessionConfig, error) {
 		RefreshMargin:         s.RefreshMargin,
 		PostLogoutRedirectURI: s.PostLogoutRedirectURI,
 	}
+	sc.CookieDomain = s.CookieDomain
 	if s.PreviousSecretsFile != "" && !noSecrets {
 		f, err := os.Open(s.PreviousSecretsFile)
 		if err != nil {
