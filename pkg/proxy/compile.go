@@ -34,6 +34,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "idp.excluded_paths: %q: %s", p, reason))
 		}
 	}
+	errs = append(errs, checkMethods(cfg.Routes, cfg.ExtensionMethods)...)
 	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths)
 	if err != nil {
 		errs = append(errs, err)

@@ -25,8 +25,13 @@ type Config struct {
 	Routes []RouteConfig `mapstructure:"routes"`
 	// DefaultPolicy applies to requests no rule matches: "authenticated"
 	// (any valid token) or "deny" (403). ["authenticated"]
-	DefaultPolicy string        `mapstructure:"default_policy"`
-	Headers       HeadersConfig `mapstructure:"headers"`
+	DefaultPolicy string `mapstructure:"default_policy"`
+	// ExtensionMethods are request methods outside IANA's HTTP Method
+	// Registry (GET, POST, PROPFIND, QUERY, ...) that rules may name: a rule on any
+	// other unregistered method (a typo such as GETT) is a load error.
+	// Upper-case tokens. [none]
+	ExtensionMethods []string      `mapstructure:"extension_methods"`
+	Headers          HeadersConfig `mapstructure:"headers"`
 	// MaxBodyBytes bounds request bodies (413 beyond); negative means
 	// unlimited. [10 MiB] (server.max_body_bytes in idp-proxy's file)
 	MaxBodyBytes int64

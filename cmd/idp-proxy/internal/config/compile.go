@@ -110,7 +110,9 @@ func (f File) Proxy() proxy.Config {
 		Routes:        f.Routes,
 		DefaultPolicy: f.DefaultPolicy,
 		Headers:       f.Headers,
-		MaxBodyBytes:  f.Server.MaxBodyBytes,
+
+		ExtensionMethods: f.ExtensionMethods,
+		MaxBodyBytes:     f.Server.MaxBodyBytes,
 
 		SkipAuthPreflight: f.SkipAuthPreflight,
 		ForwardAuth:       proxy.ForwardAuthConfig{Enabled: f.ForwardAuth.Enabled, TrustedCIDRs: f.ForwardAuth.TrustedCIDRs},

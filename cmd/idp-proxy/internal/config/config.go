@@ -30,6 +30,10 @@ type File struct {
 	// DefaultPolicy applies to requests no rule matches: "authenticated"
 	// (any valid token) or "deny" (403). ["authenticated"]
 	DefaultPolicy string `mapstructure:"default_policy"`
+	// ExtensionMethods are methods outside IANA's HTTP Method Registry
+	// that rules may name; a rule on another unregistered method is a
+	// load error. [none]
+	ExtensionMethods []string `mapstructure:"extension_methods"`
 
 	Headers proxy.HeadersConfig `mapstructure:"headers"`
 	Server  Server              `mapstructure:"server"`
@@ -155,8 +159,9 @@ func Default() File {
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
 		},
-		DefaultPolicy: pd.DefaultPolicy,
-		Headers:       pd.Headers,
+		DefaultPolicy:    pd.DefaultPolicy,
+		ExtensionMethods: []string{},
+		Headers:          pd.Headers,
 		// internal/server applies the same values to zero timeouts and
 		// sizes; it exports none, so they are written here, once.
 		Server: Server{

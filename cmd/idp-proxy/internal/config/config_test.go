@@ -292,6 +292,8 @@ func TestCheckRejectsBadValues(t *testing.T) {
 		{"listen", func(c *File) { c.Listen = "4180" }, "listen"},
 		{"metrics on listen", func(c *File) { c.MetricsListen = c.Listen }, "metrics_listen must differ"},
 		{"default policy", func(c *File) { c.DefaultPolicy = "allow" }, "default_policy"},
+		{"unregistered method", func(c *File) { c.Routes = []proxy.RouteConfig{{Match: "GETT /x"}} }, "method GETT is not a registered HTTP method"},
+		{"lower-case extension method", func(c *File) { c.ExtensionMethods = []string{"fetch"} }, "extension_methods[0]"},
 		{"token location", func(c *File) { c.IDP.TokenLocation = "query" }, "idp.token_location"},
 		{"session store", func(c *File) { c.Session.Enabled, c.Session.Store = true, "memcached" }, "session.store"},
 		{"forward_auth without a way in", func(c *File) { c.ForwardAuth.Enabled = true }, "forward_auth: set listen"},
