@@ -3,6 +3,7 @@ package idp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -140,4 +141,29 @@ func (m *memoryBackend) sweepLocked() {
 			delete(m.sets, k)
 		}
 	}
+}
+
+// SessionBackendPinger is implemented by session backends that can tell
+// whether they are reachable without touching a session (redisstore.Store
+// does), for readiness checks.
+type SessionBackendPinger interface {
+	Ping(ctx context.Context) error
+}
+
+// PingSessionStore checks the session store of Config.Session: checked is
+// false when there is nothing to check (no sessions, the cookie store, or
+// a backend without Ping); otherwise err, when not nil, wraps
+// ErrSessionStoreUnavailable.
+func (p *Plugin) PingSessionStore(ctx context.Context) (checked bool, err error) {
+	if p.sessions == nil || p.sessions.backend == nil {
+		return false, nil
+	}
+	pinger, ok := p.sessions.backend.(SessionBackendPinger)
+	if !ok {
+		return false, nil
+	}
+	if err := pinger.Ping(ctx); err != nil {
+		return true, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+	}
+	return true, nil
 }

@@ -59,14 +59,33 @@ func Healthz(w http.ResponseWriter, _ *http.Request) {
 
 // Readyz answers 200 when the plugin's keys are loaded and the upstream
 // accepts TCP connections, else 503; the body says which.
+//
+// A session store that does not answer (Redis down) is reported as
+// "session_store_reachable": false with status "degraded", and still 200:
+// bearer tokens and public routes are served without it, and since every
+// replica shares the store, failing readiness would take all of them out
+// of the load balancer for nothing; requests that need a session answer
+// 503 "the session store is unavailable" meanwhile.
 func (p *Proxy) Readyz(w http.ResponseWriter, r *http.Request) {
 	keys := p.plugin.Ready()
 	up := p.upstream == nil || p.upstreamReachable(r.Context()) // forward-auth only: no upstream
+	body := map[string]any{"keys_loaded": keys, "upstream_reachable": up}
 	status, code := "ready", http.StatusOK
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	checked, err := p.plugin.PingSessionStore(ctx)
+	cancel()
+	if checked {
+		body["session_store_reachable"] = err == nil
+		if err != nil {
+			p.log.Warn("readiness: the session store is unreachable", "error", err)
+			status = "degraded"
+		}
+	}
 	if !keys || !up {
 		status, code = "not ready", http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, map[string]any{"status": status, "keys_loaded": keys, "upstream_reachable": up})
+	body["status"] = status
+	writeJSON(w, code, body)
 }
 
 // upstreamReachable dials the upstream's address.

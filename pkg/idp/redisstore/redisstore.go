@@ -29,7 +29,10 @@ type Store struct {
 	prefix string
 }
 
-var _ idp.SessionBackend = (*Store)(nil)
+var (
+	_ idp.SessionBackend       = (*Store)(nil)
+	_ idp.SessionBackendPinger = (*Store)(nil)
+)
 
 // New returns a Store over rdb; prefix is put before every key ("" for
 // none), to share one Redis database between deployments.
@@ -40,23 +43,48 @@ func New(rdb redis.UniversalClient, prefix string) *Store {
 // Open connects to the Redis at url ("redis://[:password@]host:port/db" or
 // "rediss://..." for TLS) and checks that it answers.
 func Open(ctx context.Context, url, prefix string) (*Store, error) {
+	s, err := Connect(url, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Connect returns a Store for the Redis at url (as Open) without waiting
+// for it: connections are made on use, so the Store works as soon as Redis
+// answers, and its calls fail (Ping says why) while it does not. Only a
+// malformed url is an error.
+func Connect(url, prefix string) (*Store, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	rdb := redis.NewClient(opts)
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redisstore: %s: %w", opts.Addr, err)
-	}
-	return New(rdb, prefix), nil
+	return New(redis.NewClient(opts), prefix), nil
 }
 
 // Close closes the Redis client.
 func (s *Store) Close() error { return s.rdb.Close() }
 
-// Ping reports whether Redis answers (for readiness checks).
-func (s *Store) Ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+// Ping reports whether Redis answers (for readiness checks); it
+// implements idp.SessionBackendPinger.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: %s: %w", s.addr(), err)
+	}
+	return nil
+}
+
+// addr is the Redis address, for errors.
+func (s *Store) addr() string {
+	if c, ok := s.rdb.(*redis.Client); ok {
+		return c.Options().Addr
+	}
+	return "redis"
+}
 
 // Get implements idp.SessionBackend.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {

@@ -204,12 +204,19 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	defer cancel()
 	rn := &running{metrics: proxy.NewMetrics(), log: log}
 	if cfg.Session.Enabled && cfg.Session.Store == config.StoreRedis {
-		octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
-		rn.sessions, err = redisstore.Open(octx, cfg.Session.RedisURL, cfg.Session.RedisPrefix)
-		ocancel()
+		// Redis down at start is an outage like any other, not a reason
+		// to stay down: bearer tokens are served, sessions answer 503
+		// "the session store is unavailable" until Redis answers, and
+		// /readyz says session_store_reachable: false meanwhile.
+		rn.sessions, err = redisstore.Connect(cfg.Session.RedisURL, cfg.Session.RedisPrefix)
 		if err != nil {
 			return fmt.Errorf("idp-proxy: session store: %w", err)
 		}
+		octx, ocancel := context.WithTimeout(ctx, 5*time.Second)
+		if perr := rn.sessions.Ping(octx); perr != nil {
+			log.Warn("the session store (Redis) does not answer; serving without it: sessions answer 503 until it does", "error", perr)
+		}
+		ocancel()
 		rn.sessionsURL = cfg.Session.RedisURL
 		defer func() { _ = rn.sessions.Close() }()
 	}
