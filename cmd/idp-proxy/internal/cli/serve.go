@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"reflect"
@@ -17,10 +18,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
 	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
@@ -78,6 +81,9 @@ type running struct {
 	// redis), shared by every configuration; nil otherwise.
 	sessions    *redisstore.Store
 	sessionsURL string
+	// tp records spans (tracing.enabled, set at start); nil: no tracing.
+	tp           trace.TracerProvider
+	traceParents []netip.Prefix // tracing.trusted_cidrs, as read at start
 }
 
 // active is a configuration in service: the file and the plugin
@@ -97,6 +103,7 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 	}
 	ic := c.IDP
 	ic.Logger = rn.log
+	ic.TracerProvider = rn.tp
 	if ic.Session != nil && f.Session.Store == config.StoreRedis {
 		if rn.sessions == nil || f.Session.RedisURL != rn.sessionsURL {
 			return nil, active{}, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
@@ -123,7 +130,8 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 			}
 		}
 	}
-	px, err := proxy.NewCompiled(plugin, c.Proxy, proxy.Options{Logger: rn.log, AccessLog: rn.log, Metrics: rn.metrics})
+	px, err := proxy.NewCompiled(plugin, c.Proxy, proxy.Options{Logger: rn.log, AccessLog: rn.log, Metrics: rn.metrics,
+		TracerProvider: rn.tp, TrustedTraceParents: rn.traceParents})
 	if err != nil {
 		if plugin != prev {
 			_ = plugin.Close()
@@ -177,6 +185,7 @@ func restartOnly(a, b config.File) []string {
 		{"server", a.Server, b.Server},
 		{"tls", a.TLS, b.TLS},
 		{"log", a.Log, b.Log},
+		{"tracing", a.Tracing, b.Tracing},
 	} {
 		if !reflect.DeepEqual(c.x, c.y) {
 			out = append(out, c.key)
@@ -219,6 +228,16 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		ocancel()
 		rn.sessionsURL = cfg.Session.RedisURL
 		defer func() { _ = rn.sessions.Close() }()
+	}
+	if cfg.Tracing.Enabled {
+		tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "idp-proxy", ServiceVersion: buildinfo.Version})
+		if err != nil {
+			return fmt.Errorf("idp-proxy: tracing: %w", err)
+		}
+		defer flushTraces(tp, log)
+		rn.tp = tp.TracerProvider()
+		rn.traceParents, _ = tracing.ParsePrefixes(cfg.Tracing.TrustedCIDRs) // validated by Load
+		log.Info("tracing on", "protocol", tp.Protocol(), "trusted_cidrs", cfg.Tracing.TrustedCIDRs)
 	}
 	px, cur, err := rn.build(ctx, cfg)
 	if err != nil {
@@ -306,6 +325,16 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// flushTraces exports the spans still queued, waiting at most 5 s for
+// the collector.
+func flushTraces(tp *tracing.Provider, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tp.Shutdown(ctx); err != nil {
+		log.Warn("tracing: the last spans could not be exported", "error", err)
+	}
 }
 
 // opsOptions are the operations listener's options: Go's profiler under

@@ -42,6 +42,8 @@ type File struct {
 	Session Session             `mapstructure:"session"`
 	// ForwardAuth gives verdicts to an ingress.
 	ForwardAuth ForwardAuth `mapstructure:"forward_auth"`
+	// Tracing exports OpenTelemetry spans. [off]
+	Tracing Tracing `mapstructure:"tracing"`
 	// SkipAuthPreflight lets CORS preflights through to the upstream
 	// without a token. [false]
 	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
@@ -177,6 +179,7 @@ func Default() File {
 		TLS:         TLS{MinVersion: "1.2"},
 		Log:         Log{Format: "json", Level: "info"},
 		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
+		Tracing:     Tracing{TrustedCIDRs: []string{}},
 		Session: Session{
 			Store:         StoreCookie,
 			CookieName:    id.Session.CookieName,

@@ -55,6 +55,7 @@ func (f File) validate() error {
 	f.IDP.Claims.validate(bad)
 	f.Session.validate(bad)
 	f.ForwardAuth.validate(bad)
+	f.Tracing.validate(bad)
 	if _, err := f.TLS.MinTLSVersion(); err != nil {
 		errs = append(errs, &KeyError{Key: "tls.min_version", Err: fmt.Errorf("proxy: %w", err)})
 	}
