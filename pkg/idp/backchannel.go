@@ -89,7 +89,7 @@ func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToke
 	default:
 		return nil, invalid("not a logout token (typ)", nil)
 	}
-	if _, err := p.verifySignature(ctx, snap, t); err != nil {
+	if _, err := p.verifySignature(ctx, p.primary, snap, t); err != nil {
 		return nil, err
 	}
 	c, err := token.DecodeClaims(nil, t.Payload)

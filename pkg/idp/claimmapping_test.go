@@ -101,6 +101,10 @@ func TestClaimMappingProviders(t *testing.T) {
 				t.Fatalf("verify: %v", err)
 			}
 			got := *u
+			if got.IssuerName != idp.DefaultIssuerName {
+				t.Errorf("IssuerName %q, want %q", got.IssuerName, idp.DefaultIssuerName)
+			}
+			got.IssuerName = ""
 			if tt.want.Sub == "" {
 				got.Sub = ""
 			}

@@ -86,7 +86,10 @@ func (p *TokenPayload) ClaimAt(path ClaimPath, v any) (bool, error) {
 // shared between requests that present the same token: treat it as
 // read-only.
 type User struct {
-	Sub string
+	// IssuerName names the issuer that issued the token:
+	// Config.IssuerName ("default" unless set) or a TrustedIssuer's Name.
+	IssuerName string
+	Sub        string
 	// PreferredUsername is the username: preferred_username with the
 	// Keycloak preset; the mapped username otherwise.
 	PreferredUsername string
@@ -161,9 +164,10 @@ func payloadOf(c *token.Claims) *TokenPayload {
 	return p
 }
 
-// userOf builds the User of verified claims.
-func userOf(c *token.Claims) *User {
+// userOf builds the User of verified claims of the issuer named issuerName.
+func userOf(c *token.Claims, issuerName string) *User {
 	u := &User{
+		IssuerName:        issuerName,
 		Sub:               c.Subject,
 		PreferredUsername: c.PreferredUsername,
 		Email:             c.Email,

@@ -112,6 +112,16 @@ type Config struct {
 	// provider's) and claim paths overriding it. [the Keycloak preset]
 	Claims ClaimMapping
 
+	// IssuerName names the primary issuer (the one IssuerURL, or ServerURL
+	// and Realm, give) in User.IssuerName, RequireIssuers, logs and
+	// metrics. The primary issuer is the one of browser sign-in, sessions,
+	// the /auth routes and service tokens. ["default"]
+	IssuerName string
+	// Issuers are further trusted issuers whose bearer tokens are
+	// accepted too, each with its own audiences, algorithms, claim
+	// mapping and keys (see TrustedIssuer). [none]
+	Issuers []TrustedIssuer
+
 	// JWKSCacheTTL is how long fetched keys are used before a refresh. [1h]
 	JWKSCacheTTL time.Duration
 	// Algorithms are the accepted signature algorithms. [RS256]
@@ -252,6 +262,16 @@ func (c Config) withDefaults() Config {
 		s := c.Session.withDefaults()
 		c.Session = &s
 	}
+	if c.IssuerName == "" {
+		c.IssuerName = DefaultIssuerName
+	}
+	if c.Issuers != nil {
+		issuers := make([]TrustedIssuer, len(c.Issuers))
+		for i, t := range c.Issuers {
+			issuers[i] = t.withDefaults(c)
+		}
+		c.Issuers = issuers
+	}
 	return c
 }
 
@@ -342,17 +362,8 @@ func (c Config) validate() error {
 	if c.MaxTokenBytes < 0 {
 		bad("max token bytes must be positive, got %d", c.MaxTokenBytes)
 	}
-	for _, a := range c.Algorithms {
-		switch {
-		case supportedAlgorithms[a]:
-		case strings.HasPrefix(strings.ToUpper(a), "HS"):
-			bad("algorithms: %q is symmetric; only asymmetric algorithms are accepted", a)
-		case strings.EqualFold(a, "none"):
-			bad("algorithms: %q is never accepted", a)
-		default:
-			bad("algorithms: %q is unknown (supported: RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)", a)
-		}
-	}
+	checkAlgorithms(c.Algorithms, bad)
+	c.validateIssuers(bad, &errs)
 	return errors.Join(errs...)
 }
 

@@ -42,7 +42,7 @@ func (k *oidcKeySet) VerifySignature(ctx context.Context, raw string) ([]byte, e
 	if err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
-	if _, err := k.p.verifySignature(ctx, snap, t); err != nil {
+	if _, err := k.p.verifySignature(ctx, k.p.primary, snap, t); err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
 	if _, err := token.DecodeClaims(nil, t.Payload); err != nil {

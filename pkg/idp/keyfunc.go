@@ -116,7 +116,7 @@ func newKeyfunc(k *keySet) (keyfunc.Keyfunc, error) {
 // curve) must fit t's alg. A token without kid is offered every key that fits
 // its alg. It returns the key (or a jwt.VerificationKeySet) and the
 // snapshot it came from.
-func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS) (any, *keySnapshot, error) {
+func (is *issuer) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS) (any, *keySnapshot, error) {
 	if !t.HasKID {
 		var set jwt.VerificationKeySet
 		for _, vk := range snap.all {
@@ -140,7 +140,7 @@ func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS)
 		return vk.key, snap, nil
 	}
 	tok := &jwt.Token{Header: map[string]any{"kid": t.Kid, "alg": t.Alg}}
-	key, err := p.kf.KeyfuncCtx(ctx)(tok)
+	key, err := is.kf.KeyfuncCtx(ctx)(tok)
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		return nil, snap, ErrUnavailable
@@ -150,7 +150,7 @@ func (p *Plugin) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS)
 		// keyfunc refuses a JWK whose own alg differs from the token's.
 		return nil, snap, invalid("algorithm does not match the key", err)
 	}
-	cur := p.keys.current()
+	cur := is.keys.current()
 	if !algMatchesKey(t.Alg, verifyKey{key: key}) {
 		return nil, cur, invalid("algorithm does not match the key", nil)
 	}

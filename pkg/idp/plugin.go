@@ -2,15 +2,15 @@ package idp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/MicahParks/keyfunc/v3"
-	"github.com/golang-jwt/jwt/v5"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
@@ -22,18 +22,23 @@ type Plugin struct {
 	cfg         Config
 	issuer      string
 	realmQuoted string
-	methods     map[string]jwt.SigningMethod // the configured algorithms
-	kf          keyfunc.Keyfunc              // key selection over keys (see selectKey)
-	keys        *keySet
+	primary     *issuer            // Config's own issuer: sign-in, sessions, routes
+	issuers     []*issuer          // every trusted issuer, the primary first
+	byURL       map[string]*issuer // issuers by URL; nil with the primary alone
+	keys        *keySet            // the primary's
 	cache       *tokenCache
 	sessions    *sessionManager // nil without Config.Session
 	intern      *token.Interner // claim strings shared between tokens (see token.DecodeClaims)
-	mapping     *token.Mapping  // Config.Claims; nil for the Keycloak preset as is
-	audiences   map[string]struct{}
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
 	tracer      trace.Tracer                // nil without Config.TracerProvider
+
+	// gen is the generation of the trusted key material: bumped whenever
+	// any issuer's key set changes, it is the generation the verified-token
+	// cache's entries belong to.
+	gen            atomic.Uint64
+	unknownIssuers atomic.Uint64 // tokens naming no trusted issuer
 
 	stop     context.CancelFunc
 	stopped  chan struct{}
@@ -59,29 +64,19 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = defaultHTTPClient(cfg.HTTPTimeout)
 	}
-	issuer := cfg.Issuer()
-	mapping, _ := cfg.Claims.compile() // validated above
+	iss := cfg.Issuer()
 	p := &Plugin{
-		mapping:     mapping,
 		cfg:         cfg,
-		issuer:      issuer,
+		issuer:      iss,
 		realmQuoted: quoteRealm(cfg.challengeRealm()),
-		methods:     signingMethods(cfg.Algorithms),
 		cache:       newTokenCache(cfg.VerifiedCacheSize),
 		intern:      token.NewInterner(),
-		audiences:   make(map[string]struct{}, 1+len(cfg.OptionalAudiences)),
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
 	p.redirects, _ = compileRedirectHosts(cfg.AllowedRedirectHosts) // validated above
 	if cfg.TracerProvider != nil {
 		p.tracer = cfg.TracerProvider.Tracer(tracerName)
-	}
-	p.audiences[cfg.Audience] = struct{}{}
-	for _, a := range cfg.OptionalAudiences {
-		if a != "" {
-			p.audiences[a] = struct{}{}
-		}
 	}
 	for _, e := range cfg.ExcludedPaths {
 		p.excluded[e] = struct{}{}
@@ -106,33 +101,58 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		}
 		p.sessions = sm
 	}
-	p.keys = &keySet{
-		client:   cfg.HTTPClient,
-		issuer:   issuer,
-		keycloak: cfg.IssuerURL == "",
-		timeout:  cfg.HTTPTimeout,
-		ttl:      cfg.JWKSCacheTTL,
-		interval: cfg.UnknownKIDRefreshInterval,
-		log:      cfg.Logger,
-		tracer:   p.tracer,
+	newKeys := func(iss string, keycloak bool, ttl, interval time.Duration) *keySet {
+		k := &keySet{
+			client:   cfg.HTTPClient,
+			issuer:   iss,
+			keycloak: keycloak,
+			timeout:  cfg.HTTPTimeout,
+			ttl:      ttl,
+			interval: interval,
+			log:      cfg.Logger,
+			tracer:   p.tracer,
+		}
+		k.onChange = func() { p.cache.reset(p.gen.Add(1)) }
+		return k
 	}
-	kf, err := newKeyfunc(p.keys)
+	p.keys = newKeys(iss, cfg.IssuerURL == "", cfg.JWKSCacheTTL, cfg.UnknownKIDRefreshInterval)
+	primary, err := newIssuer(cfg.IssuerName, iss, append([]string{cfg.Audience}, cfg.OptionalAudiences...),
+		cfg.Algorithms, cfg.Claims, p.keys)
 	if err != nil {
 		return nil, err
 	}
-	p.kf = kf
-	p.keys.onChange = func() {
-		if s := p.keys.current(); s != nil {
-			p.cache.reset(s.gen)
+	p.primary = primary
+	p.issuers = []*issuer{primary}
+	for _, t := range cfg.Issuers {
+		keys := newKeys(t.Issuer(), t.IssuerURL == "", t.JWKSCacheTTL, t.UnknownKIDRefreshInterval)
+		keys.log = cfg.Logger.With("issuer", t.Name)
+		is, err := newIssuer(t.Name, t.Issuer(), t.Audiences, t.Algorithms, t.Claims, keys)
+		if err != nil {
+			return nil, err
+		}
+		p.issuers = append(p.issuers, is)
+	}
+	if len(p.issuers) > 1 {
+		p.byURL = make(map[string]*issuer, len(p.issuers))
+		for _, is := range p.issuers {
+			p.byURL[is.url] = is
 		}
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = cancel
+	var wg sync.WaitGroup
+	for _, is := range p.issuers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			is.keys.run(runCtx)
+		}()
+	}
 	go func() {
 		defer close(p.stopped)
 		stopWith := context.AfterFunc(ctx, cancel)
 		defer stopWith()
-		p.keys.run(runCtx)
+		wg.Wait()
 	}()
 	return p, nil
 }
@@ -175,8 +195,16 @@ func (p *Plugin) Issuer() string { return p.issuer }
 func (p *Plugin) Config() Config { return p.cfg }
 
 // Ready reports whether the provider's keys have been loaded, that is
-// whether tokens can be verified.
-func (p *Plugin) Ready() bool { return p.keys.current() != nil }
+// whether tokens can be verified: the keys of every trusted issuer
+// (Config.Issuers too).
+func (p *Plugin) Ready() bool {
+	for _, is := range p.issuers {
+		if is.keys.current() == nil {
+			return false
+		}
+	}
+	return true
+}
 
 // WaitReady blocks until the keys are loaded or ctx is done.
 func (p *Plugin) WaitReady(ctx context.Context) error {
@@ -197,24 +225,46 @@ func (p *Plugin) WaitReady(ctx context.Context) error {
 // Refresh fetches the key set now (joining a fetch under way). The
 // background refresh makes calling it unnecessary; it exists for operators
 // and tests.
-func (p *Plugin) Refresh(ctx context.Context) error { return p.keys.refresh(ctx) }
+// Every trusted issuer's keys are fetched.
+func (p *Plugin) Refresh(ctx context.Context) error {
+	var errs []error
+	for _, is := range p.issuers {
+		if err := is.keys.refresh(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("issuer %s: %w", is.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Stats reports the state of the key cache and of the verified-token cache.
 func (p *Plugin) Stats() Stats {
-	return Stats{Keys: p.keys.stats(), CachedTokens: p.cache.len()}
+	s := Stats{Keys: p.keys.stats(), CachedTokens: p.cache.len(), UnknownIssuers: p.unknownIssuers.Load()}
+	s.Issuers = make([]IssuerStats, len(p.issuers))
+	for i, is := range p.issuers {
+		s.Issuers[i] = IssuerStats{Name: is.name, Issuer: is.url, Keys: is.keys.stats()}
+	}
+	return s
 }
 
 // Stats is a snapshot of the plugin's counters.
 type Stats struct {
+	// Keys are the primary issuer's keys (Issuers[0].Keys).
 	Keys         KeyStats
 	CachedTokens int
+	// Issuers are the keys of every trusted issuer, the primary first.
+	Issuers []IssuerStats
+	// UnknownIssuers counts the tokens refused because their iss names
+	// no trusted issuer (no key was fetched for them).
+	UnknownIssuers uint64
 }
 
 // Close stops background refreshes. Verification keeps working with the
 // keys already loaded.
 func (p *Plugin) Close() error {
 	p.stopOnce.Do(func() {
-		p.keys.close()
+		for _, is := range p.issuers {
+			is.keys.close()
+		}
 		p.stop()
 		<-p.stopped
 	})

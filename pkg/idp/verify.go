@@ -47,8 +47,8 @@ var errTokenTooLarge = invalid("token too large", nil)
 // miss, verifies it with the same probe.
 type probe struct {
 	raw  string
-	err  error        // why raw cannot be verified; reported after the syntax check
-	snap *keySnapshot // the keys raw is verified under
+	err  error  // why raw cannot be verified; reported after the syntax check
+	gen  uint64 // the generation of the key material raw is verified under
 	now  time.Time
 	slot *atomic.Pointer[hotEntry] // raw's slot in the hot table (nil without a cache)
 	// cached is set by verifyMiss when the verified-token cache served raw.
@@ -67,15 +67,18 @@ func (p *Plugin) probe(raw string, pr *probe) *Identity {
 		pr.err = errTokenTooLarge
 		return nil
 	}
-	snap := p.keys.current()
-	if snap == nil {
-		pr.err = ErrUnavailable
+	// The generation is read before any key set (verifyMiss): a token
+	// verified with keys that have changed since is cached under an older
+	// generation, which the cache no longer serves.
+	gen := p.gen.Load()
+	if p.byURL == nil && p.keys.current() == nil {
+		pr.err = ErrUnavailable // with several issuers, checked per issuer
 		return nil
 	}
 	now := p.cfg.Now()
-	id, slot := p.cache.lookup(raw, now, snap.gen)
+	id, slot := p.cache.lookup(raw, now, gen)
 	if id == nil {
-		*pr = probe{raw: raw, snap: snap, now: now, slot: slot}
+		*pr = probe{raw: raw, gen: gen, now: now, slot: slot}
 	}
 	return id
 }
@@ -97,17 +100,19 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 	if pr.err != nil {
 		return nil, pr.err
 	}
-	raw, snap, now := pr.raw, pr.snap, pr.now
+	raw, gen, now := pr.raw, pr.gen, pr.now
 	key := cacheKey{hot: pr.slot}
-	if payload, exp := p.cache.get(raw, &key, now, snap.gen); payload != nil {
+	if payload, exp := p.cache.get(raw, &key, now, gen); payload != nil {
 		// Verified before: only the claims are decoded again (they
 		// decoded and passed every check then; time only moves on, and
 		// the cache never serves at or past exp).
-		if c, err := p.decodeClaims(payload); err == nil {
-			id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
-			p.cache.promote(key, id, exp, snap.gen)
-			pr.cached = true
-			return id, nil
+		if is := p.issuerOfPayload(payload); is != nil {
+			if c, err := p.decodeClaims(is, payload); err == nil {
+				id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name)}
+				p.cache.promote(key, id, exp, gen)
+				pr.cached = true
+				return id, nil
+			}
 		}
 	}
 	t, err := token.ParseJWS(raw)
@@ -121,42 +126,51 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 			return nil, invalid("not an access token", nil)
 		}
 	}
-	used, err := p.verifySignature(ctx, snap, t)
+	is, err := p.route(t.Payload)
 	if err != nil {
 		return nil, err
 	}
-	c, err := p.decodeClaims(t.Payload)
+	snap := is.keys.current()
+	if snap == nil {
+		return nil, ErrUnavailable
+	}
+	if _, err := p.verifySignature(ctx, is, snap, t); err != nil {
+		return nil, err
+	}
+	c, err := p.decodeClaims(is, t.Payload)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.checkTimes(c, now, tokenTimes{needExp: true}); err != nil {
 		return nil, err
 	}
-	if err := p.checkClaims(c, t.IsATJWT()); err != nil {
+	if err := is.checkClaims(c, t.IsATJWT()); err != nil {
 		return nil, err
 	}
-	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c)}
-	p.cache.put(key, id, token.NumericTime(c.Exp), now, used.gen)
+	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name)}
+	p.cache.put(key, id, token.NumericTime(c.Exp), now, gen)
 	return id, nil
 }
 
-// decodeClaims decodes an access token's claims with the claim mapping.
-func (p *Plugin) decodeClaims(payload []byte) (*token.Claims, error) {
-	if p.mapping == nil {
+// decodeClaims decodes an access token's claims with the claim mapping
+// of its issuer.
+func (p *Plugin) decodeClaims(is *issuer, payload []byte) (*token.Claims, error) {
+	if is.mapping == nil {
 		return token.DecodeClaims(p.intern, payload)
 	}
-	return token.DecodeMapped(p.intern, payload, p.mapping)
+	return token.DecodeMapped(p.intern, payload, is.mapping)
 }
 
 // verifySignature checks t's signature with the key the header selects
-// (see selectKey), for access tokens and ID tokens alike. It returns the
+// (see selectKey) among the keys of the issuer is, with one of is's
+// algorithms, for access tokens and ID tokens alike. It returns the
 // snapshot the key came from.
-func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *token.JWS) (*keySnapshot, error) {
-	method, ok := p.methods[t.Alg]
+func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnapshot, t *token.JWS) (*keySnapshot, error) {
+	method, ok := is.methods[t.Alg]
 	if !ok {
 		return snap, invalid("unsupported algorithm", nil)
 	}
-	key, snap, err := p.selectKey(ctx, snap, t)
+	key, snap, err := is.selectKey(ctx, snap, t)
 	if err != nil {
 		return snap, err
 	}
@@ -175,13 +189,13 @@ func (p *Plugin) verifySignature(ctx context.Context, snap *keySnapshot, t *toke
 }
 
 // checkClaims applies the rules on the issuer, the token type and the
-// audience. atJWT tells that the header declared an RFC 9068 access token
-// (typ "at+jwt").
-func (p *Plugin) checkClaims(c *token.Claims, atJWT bool) error {
+// audience of is. atJWT tells that the header declared an RFC 9068 access
+// token (typ "at+jwt").
+func (is *issuer) checkClaims(c *token.Claims, atJWT bool) error {
 	if c.Issuer == "" {
 		return invalid("missing required claim iss", nil)
 	}
-	if c.Issuer != p.issuer {
+	if c.Issuer != is.url {
 		return invalid("wrong issuer", nil)
 	}
 	// Keycloak marks its tokens: "Bearer" for access tokens, "ID", "Refresh",
@@ -200,7 +214,7 @@ func (p *Plugin) checkClaims(c *token.Claims, atJWT bool) error {
 	if c.Subject == "" {
 		return invalid("missing subject", nil)
 	}
-	if !p.audienceOK(c) {
+	if !is.audienceOK(c) {
 		return invalid("token not intended for this service", nil)
 	}
 	return nil
@@ -209,14 +223,14 @@ func (p *Plugin) checkClaims(c *token.Claims, atJWT bool) error {
 // audienceOK is the specification's audience rule (§5.4–5.6): aud (string
 // or list) holds the primary audience or an optional one, or azp is one of
 // them.
-func (p *Plugin) audienceOK(c *token.Claims) bool {
+func (is *issuer) audienceOK(c *token.Claims) bool {
 	for _, a := range c.Audience {
-		if _, ok := p.audiences[a]; ok {
+		if _, ok := is.audiences[a]; ok {
 			return true
 		}
 	}
 	if c.AZP != "" {
-		if _, ok := p.audiences[c.AZP]; ok {
+		if _, ok := is.audiences[c.AZP]; ok {
 			return true
 		}
 	}

@@ -134,6 +134,7 @@ type Server struct {
 	mux     *http.ServeMux
 
 	jwksFetches   atomic.Int64
+	discoFetches  atomic.Int64
 	tokenRequests atomic.Int64
 }
 
@@ -270,6 +271,9 @@ func (s *Server) SetDown(down bool) {
 // JWKSFetches counts the requests to the JWKS endpoint.
 func (s *Server) JWKSFetches() int { return int(s.jwksFetches.Load()) }
 
+// DiscoveryFetches counts the requests to the discovery document.
+func (s *Server) DiscoveryFetches() int { return int(s.discoFetches.Load()) }
+
 // TokenURL is the token endpoint: Keycloak's of the realm, or
 // {URL}/oauth2/v1/token with Options.PlainIssuer.
 func (s *Server) TokenURL() string { return s.endpoints + "/token" }
@@ -286,6 +290,7 @@ func (s *Server) authPath() string {
 }
 
 func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
+	s.discoFetches.Add(1)
 	p := s.endpoints
 	keys := p + "/certs"
 	if s.opts.PlainIssuer {

@@ -129,6 +129,29 @@ func (s *Server) UserClaims(client, username string, realmRoles ...string) map[s
 	}
 }
 
+// GenericClaims returns the claims of an access token shaped like those
+// of a provider other than Keycloak (the generic claim mapping of
+// pkg/idp reads them): no typ, aud the given audience, sub, preferred_username,
+// email, roles (an array of strings) and scope; add or change claims
+// before Mint (groups, scp, namespaced claims). Together with
+// Options.PlainIssuer, a Server so configured acts as a second, non-Keycloak
+// issuer beside another.
+func (s *Server) GenericClaims(audience, username string, roles ...string) map[string]any {
+	rs := make([]any, len(roles))
+	for i, r := range roles {
+		rs[i] = r
+	}
+	return map[string]any{
+		"typ":                nil,
+		"aud":                audience,
+		"sub":                "user-" + username,
+		"preferred_username": username,
+		"email":              username + "@example.com",
+		"roles":              rs,
+		"scope":              "openid profile email",
+	}
+}
+
 // ServiceClaims returns the claims of a Keycloak client_credentials token
 // of client c.
 func (s *Server) ServiceClaims(c Client) map[string]any {
