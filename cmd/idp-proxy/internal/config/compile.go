@@ -59,7 +59,7 @@ func Compile(f File, o CompileOptions) (*Compiled, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := f.blameEnvironment(errors.Join(errs...)); err != nil {
+	if err := f.blameEnvironment(errors.Join(f.explain(errs)...)); err != nil {
 		return nil, err
 	}
 	return &Compiled{File: f, IDP: ic, Proxy: pc}, nil

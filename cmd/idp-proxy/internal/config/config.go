@@ -51,6 +51,10 @@ type File struct {
 	// fromEnv maps the keys Load took from the environment to their
 	// variables, so that Check's errors can name the variable.
 	fromEnv map[string]string
+	// source is the file Load read, for the errors; noFile says that
+	// Load was given none.
+	source string
+	noFile bool
 }
 
 // IDP holds every idp.Config option under its specification name.

@@ -38,6 +38,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	want.IDP.AllowedRedirectHosts = []string{}
 	got := c
 	got.Routes = nil
+	got.source = "" // where it was read, for the errors
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("example differs from the defaults:\n got %+v\nwant %+v", got, want)
 	}
@@ -110,6 +111,7 @@ func TestLoadDefaults(t *testing.T) {
 	want := Default()
 	want.Upstream.URL = "http://127.0.0.1:8000"
 	want.IDP.ServerURL, want.IDP.Realm, want.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
+	c.source = "" // where it was read, for the errors
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v\nwant %+v", c, want)
 	}

@@ -142,6 +142,7 @@ func Load(path string, o LoadOptions) (File, error) {
 	if len(fromEnv) > 0 {
 		c.fromEnv = fromEnv
 	}
+	c.source, c.noFile = path, path == ""
 	// A zero written for a setting whose zero selects the default (listen:
 	// "", server.read_timeout: 0) is the default for every command, as
 	// Compile checks it: serve must not listen on "" (any interface, a
