@@ -31,6 +31,7 @@ const (
 	DefaultLeeway                    = 10 * time.Second
 	DefaultMaxTokenBytes             = 16 << 10
 	DefaultUnknownKIDRefreshInterval = time.Second
+	DefaultUnknownKIDWait            = 500 * time.Millisecond
 	DefaultVerifiedCacheSize         = 10000
 )
 
@@ -156,6 +157,14 @@ type Config struct {
 	// the budget was spent); a kid found absent is not fetched for again
 	// for five intervals. [1s]
 	UnknownKIDRefreshInterval time.Duration
+	// UnknownKIDWait bounds how long a request whose token has an unknown
+	// kid waits for the key-set fetch it starts or joins. A provider that
+	// hangs (rather than refusing connections) would otherwise hold such
+	// requests for HTTPTimeout; past this wait they answer 503 with
+	// Retry-After ("the identity provider did not send its keys in
+	// time"), and the fetch goes on in the background for the requests
+	// that follow. Tokens with a known kid never wait. [500ms]
+	UnknownKIDWait time.Duration
 	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
 	// SHA-256 of the token, never used past the token's exp, dropped when
 	// the key set changes; an entry is the verified payload, not the
@@ -251,6 +260,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UnknownKIDRefreshInterval == 0 {
 		c.UnknownKIDRefreshInterval = DefaultUnknownKIDRefreshInterval
+	}
+	if c.UnknownKIDWait == 0 {
+		c.UnknownKIDWait = DefaultUnknownKIDWait
 	}
 	if c.VerifiedCacheSize == 0 {
 		c.VerifiedCacheSize = DefaultVerifiedCacheSize
@@ -355,6 +367,9 @@ func (c Config) validate() error {
 	}
 	if c.HTTPTimeout < 0 {
 		bad("http_timeout must be positive, got %s", c.HTTPTimeout)
+	}
+	if c.UnknownKIDWait < 0 {
+		bad("unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
 	}
 	if c.UnknownKIDRefreshInterval < 0 {
 		bad("unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)

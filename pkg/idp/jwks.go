@@ -171,6 +171,7 @@ type KeyStats struct {
 	Refreshes       uint64    // successful fetches
 	Failures        uint64    // failed fetches
 	UnknownKIDSkips uint64    // unknown-kid refetches refused by the rate limit
+	UnknownKIDWaits uint64    // requests that gave up waiting for an unknown-kid fetch (UnknownKIDWait)
 	LastRefresh     time.Time // zero before the first success
 }
 
@@ -183,6 +184,7 @@ type keySet struct {
 	timeout  time.Duration
 	ttl      time.Duration
 	interval time.Duration // least time between two unknown-kid refetches
+	wait     time.Duration // longest a request waits for an unknown-kid fetch
 	log      *slog.Logger
 	onChange func()       // called when the key material changed
 	tracer   trace.Tracer // nil: no spans
@@ -198,7 +200,8 @@ type keySet struct {
 	closed      bool
 
 	refreshes, failures, skips atomic.Uint64
-	lastRefresh                atomic.Int64 // unix nanos
+	waitExpired                atomic.Uint64 // requests that gave up waiting for an unknown-kid fetch
+	lastRefresh                atomic.Int64  // unix nanos
 }
 
 type flight struct {
@@ -260,13 +263,16 @@ const (
 
 // unknownKID applies the rule above for kid and returns the key when the
 // key set, refetched or not, now holds it.
-func (k *keySet) unknownKID(ctx context.Context, kid string) (verifyKey, bool) {
+//
+// The wait for the fetch is bounded by k.wait: past it, the result is
+// errKeyWait (503), and the fetch goes on for later requests.
+func (k *keySet) unknownKID(ctx context.Context, kid string) (verifyKey, bool, error) {
 	now := time.Now()
 	k.mu.Lock()
 	if until, ok := k.absent[kid]; ok && now.Before(until) {
 		k.mu.Unlock()
 		k.skips.Add(1)
-		return verifyKey{}, false
+		return verifyKey{}, false, nil
 	}
 	f := k.flight
 	if f == nil {
@@ -274,27 +280,44 @@ func (k *keySet) unknownKID(ctx context.Context, kid string) (verifyKey, bool) {
 			k.scheduleLocked(k.interval - since)
 			k.mu.Unlock()
 			k.skips.Add(1)
-			return verifyKey{}, false
+			return verifyKey{}, false, nil
 		}
 		k.lastUnknown = now
 		f = k.startLocked()
 	}
 	k.mu.Unlock()
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return verifyKey{}, false
+	if k.wait > 0 {
+		t := time.NewTimer(k.wait)
+		defer t.Stop()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return verifyKey{}, false, nil
+		case <-t.C:
+			k.waitExpired.Add(1)
+			return verifyKey{}, false, errKeyWait
+		}
+	} else {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return verifyKey{}, false, nil
+		}
 	}
 	if snap := k.current(); snap != nil {
 		if vk, ok := snap.byKID[kid]; ok {
-			return vk, true
+			return vk, true, nil
 		}
 	}
 	if f.err == nil {
 		k.markAbsent(kid, time.Now())
 	}
-	return verifyKey{}, false
+	return verifyKey{}, false, nil
 }
+
+// errKeyWait: a token's kid is not among the cached keys and the key set
+// fetched for it did not arrive within Config.UnknownKIDWait.
+var errKeyWait = fmt.Errorf("%w: the identity provider did not send its keys in time", ErrUnavailable)
 
 // scheduleLocked arranges one unknown-kid fetch after d, unless one is
 // already scheduled.
@@ -456,6 +479,7 @@ func (k *keySet) stats() KeyStats {
 		Refreshes:       k.refreshes.Load(),
 		Failures:        k.failures.Load(),
 		UnknownKIDSkips: k.skips.Load(),
+		UnknownKIDWaits: k.waitExpired.Load(),
 	}
 	if snap := k.snap.Load(); snap != nil {
 		s.Ready = true

@@ -34,8 +34,12 @@ func (s keyStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error)
 	if vk, ok := snap.byKID[kid]; ok {
 		return vk.jwk, nil
 	}
-	if vk, ok := s.k.unknownKID(ctx, kid); ok {
+	vk, ok, err := s.k.unknownKID(ctx, kid)
+	if ok {
 		return vk.jwk, nil
+	}
+	if err != nil {
+		return jwkset.JWK{}, err
 	}
 	return jwkset.JWK{}, fmt.Errorf("%w: kid %q", jwkset.ErrKeyNotFound, kid)
 }
@@ -142,6 +146,8 @@ func (is *issuer) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS
 	tok := &jwt.Token{Header: map[string]any{"kid": t.Kid, "alg": t.Alg}}
 	key, err := is.kf.KeyfuncCtx(ctx)(tok)
 	switch {
+	case errors.Is(err, errKeyWait):
+		return nil, snap, errKeyWait
 	case errors.Is(err, ErrUnavailable):
 		return nil, snap, ErrUnavailable
 	case errors.Is(err, jwkset.ErrKeyNotFound):

@@ -109,6 +109,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 			timeout:  cfg.HTTPTimeout,
 			ttl:      ttl,
 			interval: interval,
+			wait:     cfg.UnknownKIDWait,
 			log:      cfg.Logger,
 			tracer:   p.tracer,
 		}
