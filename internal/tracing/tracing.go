@@ -151,6 +151,9 @@ func protocolOf(getenv func(string) string) (string, error) {
 // ParsePrefixes parses CIDR prefixes ("10.0.0.0/8") and single addresses
 // ("127.0.0.1", taken as /32 or /128).
 func ParsePrefixes(ss []string) ([]netip.Prefix, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
 	out := make([]netip.Prefix, 0, len(ss))
 	for _, s := range ss {
 		s = strings.TrimSpace(s)

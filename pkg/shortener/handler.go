@@ -4,12 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/internal/tracing"
 )
 
 // DefaultLoginURL is the page's sign-in link: idp-proxy's login route,
@@ -51,6 +55,16 @@ type HandlerOptions struct {
 	LoginURL string
 	// HealthTimeout bounds the store Ping of GET /health. [0: 2s]
 	HealthTimeout time.Duration
+	// TracerProvider records an OpenTelemetry server span per request,
+	// named after its route ("GET /{code}"): method, path (never the
+	// query), route and status; the Service's store spans (see
+	// Options.TracerProvider) are its children. [nil: none, at no cost]
+	TracerProvider trace.TracerProvider
+	// TrustedTraceParents are the callers (by peer address: idp-proxy in
+	// front) whose W3C traceparent and tracestate are continued; from
+	// any other caller a traceparent starts a new trace linked to it.
+	// [none]
+	TrustedTraceParents []netip.Prefix
 }
 
 // Handler is the HTTP API of a Service (see Routes). Create one with
@@ -65,6 +79,7 @@ type Handler struct {
 	loginURL      string
 	healthTimeout time.Duration
 	pageOnce      pageCache
+	ts            *tracing.Server // nil: no tracing
 }
 
 // NewHandler returns the HTTP API of svc. It returns an error when the
@@ -93,6 +108,7 @@ func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 	if h.healthTimeout <= 0 {
 		h.healthTimeout = 2 * time.Second
 	}
+	h.ts = traceServer(o)
 	h.dispatch = h.build(h.table(), o.Authenticate)
 	return h, nil
 }
@@ -100,6 +116,10 @@ func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 // ServeHTTP serves the routes of Routes; every other path is a 404 and
 // every other method a 405, both problem+json.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.ts != nil {
+		h.serveTraced(w, r)
+		return
+	}
 	h.dispatch.serve(w, r)
 }
 

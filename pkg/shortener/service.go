@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure a Service. The zero value is usable: every field has
@@ -65,6 +67,10 @@ type Options struct {
 	// it. Negative: no bound but the request's own context.
 	// [DefaultStoreTimeout: 5s]
 	StoreTimeout time.Duration
+	// TracerProvider records an OpenTelemetry client span for every
+	// store call (store.Create, store.Get, store.Visit, ...), with the
+	// operation's name and never a code, an owner or a URL. [nil: none]
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultCacheTTL is the default of Options.CacheTTL.
@@ -117,6 +123,9 @@ func New(store Store, o Options) (*Service, error) {
 		s.store = timeoutStore{Store: store, d: DefaultStoreTimeout}
 	case o.StoreTimeout > 0:
 		s.store = timeoutStore{Store: store, d: o.StoreTimeout}
+	}
+	if o.TracerProvider != nil {
+		s.store = newTracedStore(s.store, o.TracerProvider)
 	}
 	if s.codeLen == 0 {
 		s.codeLen = DefaultCodeLength

@@ -137,6 +137,8 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.StringSlice("admin-roles", nil, "roles whose holders may read and delete every link, comma-separated (realm roles in-process, --roles-header behind the proxy)")
 	f.String("roles-header", "X-Auth-Request-Roles", "header of the caller's comma-separated roles, read when --trust-identity-headers is on")
 	f.Duration("visit-flush-interval", time.Second, "how often visit counts kept in memory are written to the store; a crash loses at most this much")
+	f.Bool("tracing", false, "export OpenTelemetry traces over OTLP, configured by the OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or grpc, OTEL_TRACES_SAMPLER, OTEL_SERVICE_NAME)")
+	f.StringSlice("trace-parent-from", nil, "callers (CIDR prefixes or addresses, comma-separated, e.g. idp-proxy's) whose traceparent is continued; from others it starts a new trace linked to theirs")
 	f.String("idp-token-location", "header", `where in-process mode reads tokens: "header" (Authorization: Bearer) or "cookie" (for the page in a browser)`)
 	f.String("idp-cookie-name", "access_token", "cookie read with --idp-token-location cookie")
 	f.String("idp-server-url", "", "OpenID Connect provider base URL (e.g. https://sso.example.com); enables in-process token checks on POST /shorten")

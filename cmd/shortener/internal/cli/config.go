@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/viper"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idp-proxy/idp-proxy/internal/tracing"
 )
 
 // config is the resolved configuration of one run.
@@ -34,6 +38,13 @@ type config struct {
 	AdminRoles         []string      // roles that may read and delete every link
 	RolesHeader        string        // header of the caller's roles, with TrustIdentity
 	VisitFlushInterval time.Duration // how often visit counts are written
+
+	// Tracing exports OpenTelemetry spans as the OTEL_* variables say;
+	// TraceParentFrom are the callers whose traceparent is continued.
+	Tracing         bool
+	TraceParentFrom []netip.Prefix
+	// tracerProvider is set by run when Tracing is on.
+	tracerProvider trace.TracerProvider
 
 	// In-process pkg/idp mode (on when IDPServerURL is set): POST /shorten
 	// needs a valid access token, and the token's subject becomes the
@@ -158,6 +169,12 @@ func loadConfig(v *viper.Viper) (config, error) {
 		// which names the missing or malformed option.
 	} else if cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" || cfg.IDPTokenLocation == "cookie" {
 		errs = append(errs, errors.New("shortener: --idp-* options need --idp-server-url"))
+	}
+	cfg.Tracing = getBool("tracing")
+	if tpf, err := tracing.ParsePrefixes(splitList(v.GetStringSlice("trace-parent-from"))); err != nil {
+		errs = append(errs, fmt.Errorf("shortener: trace-parent-from: %w", err))
+	} else {
+		cfg.TraceParentFrom = tpf
 	}
 	return cfg, errors.Join(errs...)
 }

@@ -32,10 +32,11 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader, "roles_header", cfg.RolesHeader)
 	}
 	hopts.Page, hopts.LoginURL, hopts.AdminRoles = cfg.Page, cfg.LoginURL, cfg.AdminRoles
+	hopts.TracerProvider, hopts.TrustedTraceParents = cfg.tracerProvider, cfg.TraceParentFrom
 	svc, err = shortener.New(store, shortener.Options{
 		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
 		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
-		StoreTimeout: cfg.StoreTimeout,
+		StoreTimeout: cfg.StoreTimeout, TracerProvider: cfg.tracerProvider,
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
 	"github.com/idp-proxy/idp-proxy/internal/server"
+	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -63,6 +64,22 @@ type runHooks struct {
 func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err error) {
 	log := newLogger(cfg, logOut)
 	log.Info("starting shortener", "version", buildinfo.String())
+	if cfg.Tracing {
+		tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "shortener", ServiceVersion: buildinfo.Version})
+		if err != nil {
+			return fmt.Errorf("shortener: tracing: %w", err)
+		}
+		defer func() {
+			// Last: the spans of the final visit flush are exported too.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(fctx); err != nil {
+				log.Warn("tracing: the last spans could not be exported", "err", err)
+			}
+		}()
+		cfg.tracerProvider = tp.TracerProvider()
+		log.Info("tracing on", "protocol", tp.Protocol(), "trace_parent_from", cfg.TraceParentFrom)
+	}
 	store, desc, err := openStore(ctx, cfg.Store)
 	if err != nil {
 		log.Error("cannot open the store", "err", err)
@@ -107,6 +124,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 			TokenLocation:     tokenLocation(cfg.IDPTokenLocation),
 			CookieName:        cfg.IDPCookieName,
 			Logger:            log,
+			TracerProvider:    cfg.tracerProvider,
 		})
 		if err != nil {
 			for _, l := range listeners {
