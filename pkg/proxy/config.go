@@ -75,7 +75,8 @@ type UpstreamConfig struct {
 }
 
 // RouteConfig is one rule. With none of Public, Roles, ClientRoles,
-// Scopes and Groups, the rule admits any valid token.
+// Scopes, Groups, Claims and EmailDomains, the rule admits any valid
+// token.
 type RouteConfig struct {
 	// Match is an http.ServeMux pattern: "[METHOD ][HOST]/[PATH]".
 	Match string `mapstructure:"match" yaml:"match"`
@@ -93,8 +94,19 @@ type RouteConfig struct {
 	Scopes []string `mapstructure:"scopes" yaml:"scopes"`
 	// Groups are the groups the claim mapping reads (idp.User.Groups).
 	Groups []string `mapstructure:"groups" yaml:"groups"`
+	// Claims are rules on any claim: a claim path (see idp.ClaimPath) and
+	// the values accepted for it, strings, booleans or numbers compared
+	// exactly with their type (idp.NewClaimsGuard): {"tid": {"t1"}}. A
+	// claim that is an array matches when one of its elements does.
+	Claims map[string][]any `mapstructure:"claims" yaml:"claims"`
+	// EmailDomains admits a user whose e-mail address is in one of the
+	// domains, exactly (no subdomains), and only when the token's
+	// email_verified is true (idp.NewEmailDomainsGuard). The domains are
+	// always alternatives: Strategy does not apply.
+	EmailDomains []string `mapstructure:"email_domains" yaml:"email_domains"`
 	// Strategy is "all" (default) or "any", for each of Roles, every
-	// client's ClientRoles, Scopes and Groups.
+	// client's ClientRoles, Scopes, Groups and Claims (across the claim
+	// paths; a path's values are always alternatives).
 	Strategy string `mapstructure:"strategy" yaml:"strategy"`
 }
 
@@ -123,6 +135,15 @@ type HeadersConfig struct {
 	// peer's address), X-Forwarded-Host, X-Forwarded-Proto and Forwarded.
 	// Only behind a trusted load balancer. [false]
 	TrustForwarded bool `mapstructure:"trust_forwarded"`
+	// Claims maps a header name to a claim path (see idp.ClaimPath):
+	// {"X-Auth-Request-Tenant": "tid", "X-Auth-Request-Groups": "groups"}.
+	// The header carries the claim's values (a string, boolean or number,
+	// or an array of them; numbers in idp.CanonicalNumber's form),
+	// comma-separated and each encoded as the roles header's elements
+	// are; it is not sent when the claim is absent, empty, or of another
+	// shape. Every spelling of these headers is stripped from the
+	// client's request. [none]
+	Claims map[string]string `mapstructure:"claims" yaml:"claims"`
 }
 
 // Default values.

@@ -163,6 +163,10 @@ type Decision struct {
 	Decision string `json:"decision"` // allowed, public, no_token, invalid_token, forbidden, denied, unavailable, bad_request, auth_route
 	Status   int    `json:"status"`   // the proxy's answer, or 0 when the request would be forwarded
 	User     string `json:"user,omitempty"`
+	// Clause names the rule's clause that refused a forbidden request
+	// ("roles", "groups", "claims:tid", "email_domains"), as the 403 body
+	// does.
+	Clause string `json:"clause,omitempty"`
 }
 
 // Decide reports how the proxy judges method and target carrying the
@@ -199,7 +203,7 @@ func (p *Proxy) Decide(ctx context.Context, method, target, raw string) (Decisio
 		}
 	}
 	v := p.decide(r)
-	d := Decision{Rule: v.rule.label, Decision: v.dec.String(), Status: v.answerStatus()}
+	d := Decision{Rule: v.rule.label, Decision: v.dec.String(), Status: v.answerStatus(), Clause: v.idp.Clause}
 	if v.id != nil {
 		d.User = v.id.User.Sub
 	} else if v.idp.Identity != nil {

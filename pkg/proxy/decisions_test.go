@@ -113,7 +113,7 @@ func TestDecide(t *testing.T) {
 		want                  Decision
 	}{
 		{"POST", "/shorten", creator, Decision{Rule: "POST /shorten", Decision: "allowed", User: "user-alice"}},
-		{"POST", "/shorten", plain, Decision{Rule: "POST /shorten", Decision: "forbidden", Status: 403, User: "user-bob"}},
+		{"POST", "/shorten", plain, Decision{Rule: "POST /shorten", Decision: "forbidden", Status: 403, User: "user-bob", Clause: "roles"}},
 		{"POST", "/shorten", "", Decision{Rule: "POST /shorten", Decision: "no_token", Status: 401}},
 		{"GET", "/abc?x=1", "", Decision{Rule: "GET /{code}", Decision: "public"}},
 		{"GET", "/a/../b", "", Decision{Rule: "(invalid)", Decision: "bad_request", Status: 400}},

@@ -191,11 +191,14 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 			h[name] = []string{""}
 		}
 	}
+	for _, c := range p.headers.claims {
+		h[c.name] = []string{""}
+	}
 	if p.headers.forwardToken {
 		h["Authorization"] = []string{""}
 	}
 	if v.id != nil {
-		p.headers.setIdentity(h, v.id.User, v.id.Raw, nil, v.id.Payload.EmailVerified)
+		p.headers.setIdentity(h, v.id, nil)
 	}
 	w.WriteHeader(http.StatusOK)
 }

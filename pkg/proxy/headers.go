@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/textproto"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -46,7 +48,14 @@ type headerRules struct {
 	username       string
 	email          string
 	roles          string
+	claims         []claimHeader // headers.claims, by name
 	memo           *identityMemo
+}
+
+// claimHeader is a header of headers.claims.
+type claimHeader struct {
+	name string // canonical
+	path idp.ClaimPath
 }
 
 func newHeaderRules(c HeadersConfig) *headerRules {
@@ -68,6 +77,15 @@ func newHeaderRules(c HeadersConfig) *headerRules {
 			h.strip[foldName(n)] = struct{}{}
 		}
 	}
+	for n, text := range c.Claims {
+		p, err := idp.ParseClaimPath(text)
+		if err != nil {
+			continue // validate reports it; a header without a claim is never set
+		}
+		h.strip[foldName(n)] = struct{}{}
+		h.claims = append(h.claims, claimHeader{name: canonical(n), path: p})
+	}
+	slices.SortFunc(h.claims, func(a, b claimHeader) int { return strings.Compare(a.name, b.name) })
 	return h
 }
 
@@ -143,29 +161,50 @@ func (h *headerRules) stripAll(hdr http.Header) {
 	}
 }
 
-// setIdentity sets the identity headers and the token on hdr, which
-// stripAll has cleaned. bearer is the client's Authorization header when
-// it reads exactly "Bearer <raw>" (reused as is, see bearerValue), else
-// nil. The email is sent only when emailVerified (the token's
-// email_verified is true): where users may set their own address, an
+// setIdentity sets the identity headers, the claim headers and the token
+// of id on hdr, which stripAll has cleaned. bearer is the client's
+// Authorization header when it reads exactly "Bearer <raw>" (reused as
+// is, see bearerValue), else nil. The email is sent only when the token's
+// email_verified is true: where users may set their own address, an
 // unverified "ceo@example.com" would otherwise be vouched for by the
 // proxy. The values come from the memo (shared, see identityValues).
-func (h *headerRules) setIdentity(hdr http.Header, u *idp.User, raw string, bearer []string, emailVerified bool) {
-	if h.forwardToken && raw != "" {
+func (h *headerRules) setIdentity(hdr http.Header, id *idp.Identity, bearer []string) {
+	if h.forwardToken && id.Raw != "" {
 		if bearer == nil {
-			bearer = []string{"Bearer " + raw}
+			bearer = []string{"Bearer " + id.Raw}
 		}
 		hdr["Authorization"] = bearer[:1:1]
 	}
-	if u == nil {
+	if id.User == nil {
 		return
 	}
-	v := h.memo.values(u, emailVerified)
+	v := h.memo.values(id, h.claims)
 	for i, name := range [...]string{h.user, h.username, h.email, h.roles} {
 		if name != "" && v.vals[i] != "" {
 			hdr[name] = v.vals[i : i+1 : i+1]
 		}
 	}
+	for i, c := range h.claims {
+		if v.claims[i] != "" {
+			hdr[c.name] = v.claims[i : i+1 : i+1]
+		}
+	}
+}
+
+// claimHeaderValue is the value of a claim header: the claim's values,
+// each as roleValue makes a role (so that splitting on "," and decoding
+// each element gives them back exactly), comma-separated; "" (no header)
+// for an absent or empty claim or one of another shape.
+func claimHeaderValue(p *idp.TokenPayload, path idp.ClaimPath) string {
+	vals, err := p.ClaimValues(path)
+	if err != nil || len(vals) == 0 {
+		return ""
+	}
+	texts := make([]string, len(vals))
+	for i, v := range vals {
+		texts[i] = v.Text
+	}
+	return joinRoles(texts)
 }
 
 // bearerValue returns the request's Authorization header when it is
@@ -289,7 +328,45 @@ func (c HeadersConfig) validate() []error {
 			errs = append(errs, keyErrorf(keys(f.key), "%s %q is reserved: choose another header name", f.key, f.name))
 		}
 	}
+	names := make([]string, 0, len(c.Claims))
+	for n := range c.Claims {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		key := "headers.claims." + n
+		if err := CheckClaimHeader(n, c.Claims[n]); err != nil {
+			errs = append(errs, keyErrorf(keys(key), "headers.claims: %v", err))
+			continue
+		}
+		folded := foldName(n)
+		if prev, dup := seen[folded]; dup {
+			errs = append(errs, keyErrorf(keys(key, prev), "headers.claims: %q is the same header as %s: a header carries one value", n, prev))
+			continue
+		}
+		seen[folded] = key
+	}
 	return errs
+}
+
+// reservedHeader says why the header (folded by foldName) cannot carry a
+// claim: a hop-by-hop header, one that frames or routes the request, or
+// one the proxy sets itself; "" when it can.
+func reservedHeader(folded string) string {
+	switch folded {
+	case "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+		"te", "trailer", "transfer-encoding", "upgrade":
+		return "a hop-by-hop header"
+	case "host", "content-length", "content-type", "content-encoding", "expect", "cookie", "range", "if-match",
+		"if-none-match", "if-modified-since", "if-unmodified-since", "if-range":
+		return "a header that frames or selects the request"
+	case "authorization", "x-request-id", "forwarded", "x-real-ip":
+		return "set by the proxy"
+	}
+	if strings.HasPrefix(folded, "x-forwarded-") {
+		return "set by the proxy"
+	}
+	return ""
 }
 
 func validHeaderName(s string) bool {
@@ -350,4 +427,26 @@ func stripCookies(h http.Header, names []string) {
 		return
 	}
 	h["Cookie"] = kept
+}
+
+// CheckClaimHeader reports why a header of headers.claims cannot carry the
+// claim at path: a name that is not a header name, or is a hop-by-hop
+// header, one that frames or selects the request, or one the proxy sets;
+// a path that does not parse (see idp.ClaimPath). It does not know the
+// configured identity headers: Compile also refuses a claim header that
+// is one of them. nil when the pair is fine.
+func CheckClaimHeader(name, path string) error {
+	if !validHeaderName(name) {
+		return fmt.Errorf("%q is not a valid header name", name)
+	}
+	if reason := reservedHeader(foldName(name)); reason != "" {
+		return fmt.Errorf("%q is %s: choose another header name (X-Auth-Request-... is the convention)", name, reason)
+	}
+	if path == "" {
+		return fmt.Errorf("%q names no claim: give a claim path (tid, groups, https://example.com/roles)", name)
+	}
+	if _, err := idp.ParseClaimPath(path); err != nil {
+		return fmt.Errorf("%q: %w; names with '.' are written [\"a.b\"], see README, Claim mapping", name, err)
+	}
+	return nil
 }

@@ -13,9 +13,10 @@ import (
 // append to it copies, and nothing writes into a request's header values
 // in place, so a request never changes another's.
 type identityValues struct {
-	u             *idp.User
-	emailVerified bool
-	vals          [4]string // user, preferred username, email ("" unless verified), roles
+	u      *idp.User
+	p      *idp.TokenPayload
+	vals   [4]string // user, preferred username, email ("" unless verified), roles
+	claims []string  // the claim headers', in headerRules.claims order
 }
 
 // identityMemo is a direct-mapped table of identityValues keyed by the
@@ -32,20 +33,28 @@ func newIdentityMemo() *identityMemo {
 	return &identityMemo{slots: directmap.Make[identityValues](identityMemoSlots)}
 }
 
-// values returns u's header values.
-func (m *identityMemo) values(u *idp.User, emailVerified bool) *identityValues {
+// values returns the header values of id (whose User and Payload were
+// verified together), the claim headers' included.
+func (m *identityMemo) values(id *idp.Identity, claims []claimHeader) *identityValues {
+	u := id.User
 	slot := directmap.Comparable(&m.slots, u)
-	if v := slot.Load(); v != nil && v.u == u && v.emailVerified == emailVerified {
+	if v := slot.Load(); v != nil && v.u == u && v.p == id.Payload {
 		return v
 	}
-	v := &identityValues{u: u, emailVerified: emailVerified}
+	v := &identityValues{u: u, p: id.Payload}
 	v.vals[0] = headerValue(u.Sub)
 	v.vals[1] = headerValue(u.PreferredUsername)
-	if emailVerified {
+	if id.Payload != nil && id.Payload.EmailVerified {
 		v.vals[2] = headerValue(u.Email)
 	}
 	if len(u.RealmRoles) > 0 {
 		v.vals[3] = joinRoles(u.RealmRoles)
+	}
+	if len(claims) > 0 && id.Payload != nil {
+		v.claims = make([]string, len(claims))
+		for i, c := range claims {
+			v.claims[i] = claimHeaderValue(id.Payload, c.path)
+		}
 	}
 	slot.Store(v)
 	return v

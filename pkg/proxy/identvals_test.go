@@ -13,9 +13,13 @@ import (
 func TestIdentityValuesShared(t *testing.T) {
 	h := newHeaderRules(HeadersConfig{ForwardToken: true, User: "X-User", PreferredUsername: "X-Name", Email: "X-Email", Roles: "X-Roles"})
 	u := &idp.User{Sub: "ü-1", PreferredUsername: "alice", Email: "a@example.com", RealmRoles: []string{"a,b", "c"}}
+	ids := map[bool]*idp.Identity{
+		true:  {User: u, Payload: &idp.TokenPayload{EmailVerified: true}, Raw: "x.y.z"},
+		false: {User: u, Payload: &idp.TokenPayload{}, Raw: "x.y.z"},
+	}
 	set := func(emailVerified bool) http.Header {
 		hdr := http.Header{}
-		h.setIdentity(hdr, u, "x.y.z", []string{"Bearer x.y.z"}, emailVerified)
+		h.setIdentity(hdr, ids[emailVerified], []string{"Bearer x.y.z"})
 		return hdr
 	}
 	first := set(true)
@@ -50,7 +54,7 @@ func TestIdentityValuesShared(t *testing.T) {
 	bearer := []string{"Bearer x.y.z"}
 	if n := testing.AllocsPerRun(100, func() {
 		clear(hdr)
-		h.setIdentity(hdr, u, "x.y.z", bearer, true)
+		h.setIdentity(hdr, ids[true], bearer)
 	}); n != 0 {
 		t.Errorf("setIdentity for a known user allocates %.0f times", n)
 	}
@@ -59,8 +63,55 @@ func TestIdentityValuesShared(t *testing.T) {
 		t.Fatal("memo mixed users")
 	}
 	hdr = http.Header{}
-	h.setIdentity(hdr, other, "x.y.z", nil, true)
+	h.setIdentity(hdr, &idp.Identity{User: other, Payload: &idp.TokenPayload{EmailVerified: true}, Raw: "x.y.z"}, nil)
 	if hdr.Get("X-User") != "bob" || hdr.Get("X-Roles") != "" || hdr.Get("Authorization") != "Bearer x.y.z" {
 		t.Errorf("second user: %v", hdr)
+	}
+}
+
+// Claim headers carry the claim's values as the roles header carries
+// roles: each value encoded when HTTP or a list parser would change it,
+// comma-separated; nothing for an absent, empty or object claim; numbers
+// in their canonical form; computed once per identity.
+func TestClaimHeaderValues(t *testing.T) {
+	h := newHeaderRules(HeadersConfig{Claims: map[string]string{
+		"x-tenant": "tid", "X-Groups": "groups", "X-Level": "level", "X-Admin": "admin", "X-Obj": "obj",
+		"X-Absent": "absent", "X-Empty": "empty", "X-Padded": "padded", "X-Comma": "comma", "X-Roles-Keys": "keys(roles)",
+		"X-Bad-Path": "a..b",
+	}})
+	raw := `{"tid":"t1","groups":["eng"," ops","a,b","","=?x"],"level":1.50,"admin":true,"obj":{"a":1},"empty":[],
+		"padded":" alice","comma":"a,b","roles":{"r1":{},"r2":{}}}`
+	id := &idp.Identity{User: &idp.User{Sub: "s"}, Payload: &idp.TokenPayload{Raw: []byte(raw)}}
+	hdr := http.Header{}
+	h.setIdentity(hdr, id, nil)
+	want := map[string]string{
+		"X-Tenant":     "t1",
+		"X-Groups":     "eng," + encodedWord(" ops") + "," + encodedWord("a,b") + "," + encodedWord("") + "," + encodedWord("=?x"),
+		"X-Level":      "1.5",
+		"X-Admin":      "true",
+		"X-Padded":     encodedWord(" alice"),
+		"X-Comma":      encodedWord("a,b"),
+		"X-Roles-Keys": "r1,r2",
+	}
+	for k, v := range want {
+		if got := hdr[k]; len(got) != 1 || got[0] != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	for _, k := range []string{"X-Obj", "X-Absent", "X-Empty", "X-Bad-Path"} {
+		if got, ok := hdr[k]; ok {
+			t.Errorf("%s = %q, want no header", k, got)
+		}
+	}
+	for _, k := range []string{"x-tenant", "X_Tenant", "X-GROUPS"} {
+		if !h.stripped(k) {
+			t.Errorf("the client's %s is not stripped", k)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		clear(hdr)
+		h.setIdentity(hdr, id, nil)
+	}); n != 0 {
+		t.Errorf("setIdentity with claim headers for a known identity allocates %.0f times", n)
 	}
 }

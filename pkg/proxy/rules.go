@@ -172,10 +172,11 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		return nil, fmt.Errorf("proxy: %s: %w", name, err)
 	}
 	r := &rule{index: i, pattern: rc.Match, label: rc.Match}
-	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0
+	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
+		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0
 	if rc.Public {
 		if hasReq {
-			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes and groups", name)
+			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes, groups, claims and email_domains", name)
 		}
 		if rc.Strategy != "" {
 			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
@@ -185,7 +186,7 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		return r, nil
 	}
 	if !hasReq && rc.Strategy != "" {
-		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles, scopes or groups", name)
+		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles, scopes, groups or claims", name)
 	}
 	if err := checkItems(rc.Roles); err != nil {
 		return nil, fmt.Errorf("proxy: %s: roles: %w", name, err)
@@ -231,12 +232,46 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		r.guards = append(r.guards, g)
 		descs = append(descs, describe(g))
 	}
+	if len(rc.Claims) > 0 {
+		g, err := claimsGuard(strategy, rc.Claims)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %s: claims: %w", name, err)
+		}
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
+	if len(rc.EmailDomains) > 0 {
+		g, err := idp.NewEmailDomainsGuard(rc.EmailDomains...)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: %s: email_domains: %w", name, err)
+		}
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
 	if len(descs) == 0 {
 		r.desc = "authenticated"
 	} else {
 		r.desc = "authenticated + " + strings.Join(descs, " + ")
 	}
 	return r, nil
+}
+
+// claimsGuard compiles a rule's claims, in the order of their paths.
+func claimsGuard(s idp.MatchStrategy, claims map[string][]any) (idp.Guard, error) {
+	paths := make([]string, 0, len(claims))
+	for p := range claims {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	rules := make([]idp.ClaimRule, len(paths))
+	for i, p := range paths {
+		rules[i] = idp.ClaimRule{Path: p, Values: claims[p]}
+	}
+	g, err := idp.NewClaimsGuard(s, rules...)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "idp: "), "claims: "))
+	}
+	return g, nil
 }
 
 // neverMatches explains why a rule's pattern can never match a request

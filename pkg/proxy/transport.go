@@ -116,7 +116,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		stripCookies(out, p.credentialCookies) // never forwarded
 	}
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
-		p.headers.setIdentity(out, id.User, id.Raw, bearerValue(in, id.Raw), id.Payload.EmailVerified)
+		p.headers.setIdentity(out, id, bearerValue(in, id.Raw))
 	}
 }
 

@@ -63,8 +63,10 @@ printed.
 With --request "METHOD /path" (or "METHOD https://host/path", to judge host
 rules too), verify also judges that request with the
 configured rules (which needs the whole configuration) and adds
-{rule, decision, status, user} under "request"; status is the proxy's answer,
-0 when it would forward. It then exits 1 when the request would be refused.
+{rule, decision, status, user, clause} under "request"; status is the proxy's
+answer, 0 when it would forward; clause names the rule's clause that refused
+a forbidden request ("roles", "groups", "claims:tid", "email_domains"), as
+the 403 body does. It then exits 1 when the request would be refused.
 
   idp-proxy verify -c config.yaml --request "POST /shorten" "$TOKEN"`,
 		Args: cobra.MaximumNArgs(1),
@@ -136,7 +138,11 @@ configured rules (which needs the whole configuration) and adds
 				}
 				v.Request = &dec
 				if dec.Status != 0 && err == nil {
-					err = fmt.Errorf("idp-proxy: %s would be refused with %d (%s, rule %s)", request, dec.Status, dec.Decision, dec.Rule)
+					if dec.Clause != "" {
+						err = fmt.Errorf("idp-proxy: %s would be refused with %d (%s, rule %s, clause %s)", request, dec.Status, dec.Decision, dec.Rule, dec.Clause)
+					} else {
+						err = fmt.Errorf("idp-proxy: %s would be refused with %d (%s, rule %s)", request, dec.Status, dec.Decision, dec.Rule)
+					}
 				}
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())

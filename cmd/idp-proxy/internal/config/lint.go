@@ -115,6 +115,10 @@ func checkValue(path string, n *yaml.Node, t reflect.Type, key string, errs *[]e
 		for i, item := range n.Content {
 			checkMapping(path, item, routeType, fmt.Sprintf("%s[%d].", key, i), errs)
 		}
+	case t == routeClaimsType:
+		checkRouteClaims(path, n, key, errs)
+	case t == headerClaimsType:
+		checkHeaderClaims(path, n, key, errs)
 	case t == stringMapType:
 		if !null && n.Kind != yaml.MappingNode {
 			at("%s must map client IDs to lists of roles", key)
@@ -123,6 +127,9 @@ func checkValue(path string, n *yaml.Node, t reflect.Type, key string, errs *[]e
 		// A list, or one comma-separated string (as from the environment).
 		if !null && n.Kind != yaml.SequenceNode && n.Kind != yaml.ScalarNode {
 			at("%s must be a list", key)
+		}
+		if strings.HasPrefix(key, "routes[") && strings.HasSuffix(key, ".email_domains") {
+			checkEmailDomains(path, n, key, errs)
 		}
 	}
 }

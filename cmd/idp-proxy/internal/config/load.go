@@ -97,7 +97,10 @@ func Load(path string, o LoadOptions) (File, error) {
 			errs = append(errs, errors.New(msg))
 			continue
 		}
-		if t, ok := fieldType(k); ok && t.Kind() != reflect.Slice {
+		if t, ok := fieldType(k); ok && t.Kind() == reflect.Map {
+			errs = append(errs, fmt.Errorf("proxy: environment variable %s: %s is a mapping, which cannot be set from the environment: set it in the file", name, k))
+			continue
+		} else if ok && t.Kind() != reflect.Slice {
 			if err := checkScalar(t, val); err != nil {
 				errs = append(errs, fmt.Errorf("proxy: environment variable %s (%s): %w", name, k, err))
 				continue
@@ -137,7 +140,13 @@ func Load(path string, o LoadOptions) (File, error) {
 		}
 		if len(routes.Routes) == len(c.Routes) {
 			c.Routes = routes.Routes
+			exactClaimValues(doc, c.Routes)
 		}
+	}
+	if hc := headerClaimsAsWritten(doc); hc != nil && len(hc) == len(c.Headers.Claims) {
+		// viper lower-cases the header names; they are kept as written,
+		// for check-config's messages and the effective configuration.
+		c.Headers.Claims = hc
 	}
 	if len(fromEnv) > 0 {
 		c.fromEnv = fromEnv
