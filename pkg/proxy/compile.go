@@ -16,8 +16,9 @@ type compiled struct {
 	cfg        Config
 	rules      *ruleSet
 	headers    *headerRules
-	upstream   *url.URL // nil: forward-auth only
-	authPrefix string   // "" unless the plugin serves its /auth routes
+	upstream   *url.URL // nil: forward-auth only, or upstreams
+	upstreams  *upstreamSet
+	authPrefix string // "" unless the plugin serves its /auth routes
 	fa         *forwardAuth
 }
 
@@ -36,6 +37,10 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	}
 	errs = append(errs, checkMethods(cfg.Routes, cfg.ExtensionMethods)...)
 	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	ups, err := compileUpstreams(cfg)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -70,7 +75,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if cfg.Upstream.URL != "" {
 		u, _ = url.Parse(cfg.Upstream.URL) // validated
 	}
-	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, authPrefix: authPrefix, fa: fa}, nil
+	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa}, nil
 }
 
 // Compiled is a Config checked and its rules compiled against the plugin

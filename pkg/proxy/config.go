@@ -21,6 +21,11 @@ import (
 // configuration file.
 type Config struct {
 	Upstream UpstreamConfig `mapstructure:"upstream"`
+	// Upstreams are several apps behind one proxy, each chosen by host
+	// (and optionally path); exclusive with Upstream.URL, whose section
+	// then gives the transport defaults. A request for a host none of
+	// them names is answered 421 and never forwarded. [none]
+	Upstreams []UpstreamRoute `mapstructure:"upstreams"`
 	// Routes are the rules, matched as http.ServeMux patterns.
 	Routes []RouteConfig `mapstructure:"routes"`
 	// DefaultPolicy applies to requests no rule matches: "authenticated"
@@ -210,29 +215,12 @@ func (c Config) validate() error {
 	bad := func(k []string, format string, args ...any) {
 		errs = append(errs, keyErrorf(k, format, args...))
 	}
-	if c.Upstream.URL == "" {
+	if c.Upstream.URL == "" && len(c.Upstreams) == 0 {
 		if !c.ForwardAuth.Enabled {
-			bad(keys("upstream.url", "forward_auth.enabled"), "upstream.url is required (unless forward_auth.enabled: forward-auth only)")
-		}
-	} else if u, err := url.Parse(c.Upstream.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		bad(keys("upstream.url"), "upstream.url %q: want http(s)://host[:port][/path], without user info, query or fragment", c.Upstream.URL)
-	} else if p := u.Port(); p != "" || strings.HasSuffix(u.Host, ":") {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			bad(keys("upstream.url"), "upstream.url %q: port %q is not a TCP port (1-65535)", c.Upstream.URL, p)
+			bad(keys("upstream.url", "forward_auth.enabled"), "upstream.url is required (or upstreams: several apps; or forward_auth.enabled: forward-auth only)")
 		}
 	}
-	if c.Upstream.Timeout < 0 {
-		bad(keys("upstream.timeout"), "upstream.timeout must not be negative, got %s", c.Upstream.Timeout)
-	}
-	if c.Upstream.MaxIdleConnsPerHost < 0 {
-		bad(keys("upstream.max_idle_conns_per_host"), "upstream.max_idle_conns_per_host must not be negative, got %d", c.Upstream.MaxIdleConnsPerHost)
-	}
-	if c.Upstream.IdleTimeout < 0 {
-		bad(keys("upstream.idle_timeout"), "upstream.idle_timeout must not be negative, got %s", c.Upstream.IdleTimeout)
-	}
-	if (c.Upstream.ClientCertFile == "") != (c.Upstream.ClientKeyFile == "") {
-		bad(keys("upstream.client_cert_file", "upstream.client_key_file"), "upstream.client_cert_file and upstream.client_key_file go together: set both or neither")
-	}
+	errs = append(errs, c.Upstream.validate("upstream.")...)
 	switch c.DefaultPolicy {
 	case PolicyAuthenticated, PolicyDeny:
 	default:
@@ -240,4 +228,47 @@ func (c Config) validate() error {
 	}
 	errs = append(errs, c.Headers.validate()...)
 	return errors.Join(errs...)
+}
+
+// validate reports the problems of an upstream's settings, their keys
+// prefixed with prefix ("upstream.", "upstreams[2].").
+func (u UpstreamConfig) validate(prefix string) []error {
+	var errs []error
+	bad := func(k []string, format string, args ...any) {
+		errs = append(errs, keyErrorf(k, format, args...))
+	}
+	// Whether a URL is required is the caller's to say.
+	if u.URL == "" {
+		return append(errs, u.validateTransport(prefix)...)
+	}
+	if pu, err := url.Parse(u.URL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || pu.User != nil || pu.RawQuery != "" || pu.Fragment != "" {
+		bad(keys(prefix+"url"), "%surl %q: want http(s)://host[:port][/path], without user info, query or fragment", prefix, u.URL)
+	} else if p := pu.Port(); p != "" || strings.HasSuffix(pu.Host, ":") {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			bad(keys(prefix+"url"), "%surl %q: port %q is not a TCP port (1-65535)", prefix, u.URL, p)
+		}
+	}
+	return append(errs, u.validateTransport(prefix)...)
+}
+
+// validateTransport reports the problems of an upstream's transport
+// settings.
+func (u UpstreamConfig) validateTransport(prefix string) []error {
+	var errs []error
+	bad := func(k []string, format string, args ...any) {
+		errs = append(errs, keyErrorf(k, format, args...))
+	}
+	if u.Timeout < 0 {
+		bad(keys(prefix+"timeout"), "%stimeout must not be negative, got %s", prefix, u.Timeout)
+	}
+	if u.MaxIdleConnsPerHost < 0 {
+		bad(keys(prefix+"max_idle_conns_per_host"), "%smax_idle_conns_per_host must not be negative, got %d", prefix, u.MaxIdleConnsPerHost)
+	}
+	if u.IdleTimeout < 0 {
+		bad(keys(prefix+"idle_timeout"), "%sidle_timeout must not be negative, got %s", prefix, u.IdleTimeout)
+	}
+	if (u.ClientCertFile == "") != (u.ClientKeyFile == "") {
+		bad(keys(prefix+"client_cert_file", prefix+"client_key_file"), "%sclient_cert_file and %sclient_key_file go together: set both or neither", prefix, prefix)
+	}
+	return errs
 }

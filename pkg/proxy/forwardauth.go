@@ -186,19 +186,25 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	// them then overwrites the client's copies. (Caddy 2.6's copy_headers
 	// writes its placeholder text "{http.reverse_proxy.header.X-...}" for
 	// a header the answer lacks.)
-	for _, name := range []string{p.headers.user, p.headers.username, p.headers.email, p.headers.roles} {
+	hr := p.headers
+	if p.ups != nil {
+		if up := p.ups.pick(orig); up != nil {
+			hr = up.headers // the identity headers of the app the ingress serves
+		}
+	}
+	for _, name := range []string{hr.user, hr.username, hr.email, hr.roles} {
 		if name != "" {
 			h[name] = []string{""}
 		}
 	}
-	for _, c := range p.headers.claims {
+	for _, c := range hr.claims {
 		h[c.name] = []string{""}
 	}
-	if p.headers.forwardToken {
+	if hr.forwardToken {
 		h["Authorization"] = []string{""}
 	}
 	if v.id != nil {
-		p.headers.setIdentity(h, v.id, nil)
+		hr.setIdentity(h, v.id, nil)
 	}
 	w.WriteHeader(http.StatusOK)
 }

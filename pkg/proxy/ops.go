@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
@@ -68,8 +69,22 @@ func Healthz(w http.ResponseWriter, _ *http.Request) {
 // 503 "the session store is unavailable" meanwhile.
 func (p *Proxy) Readyz(w http.ResponseWriter, r *http.Request) {
 	keys := p.plugin.Ready()
-	up := p.upstream == nil || p.upstreamReachable(r.Context()) // forward-auth only: no upstream
-	body := map[string]any{"keys_loaded": keys, "upstream_reachable": up}
+	up := p.upstream == nil || p.upstreamReachable(r.Context(), p.upstream) // forward-auth only: no upstream
+	body := map[string]any{"keys_loaded": keys}
+	if p.ups != nil {
+		// Every upstream must accept connections: a replica that cannot
+		// reach one of its apps is taken out of rotation.
+		var down []string
+		for _, u := range p.ups.all {
+			if !p.upstreamReachable(r.Context(), u.url) {
+				down = append(down, u.match)
+			}
+		}
+		up = len(down) == 0
+		if !up {
+			body["upstreams_unreachable"] = down
+		}
+	}
 	status, code := "ready", http.StatusOK
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	checked, err := p.plugin.PingSessionStore(ctx)
@@ -84,21 +99,21 @@ func (p *Proxy) Readyz(w http.ResponseWriter, r *http.Request) {
 	if !keys || !up {
 		status, code = "not ready", http.StatusServiceUnavailable
 	}
-	body["status"] = status
+	body["status"], body["upstream_reachable"] = status, up
 	writeJSON(w, code, body)
 }
 
-// upstreamReachable dials the upstream's address.
-func (p *Proxy) upstreamReachable(ctx context.Context) bool {
+// upstreamReachable dials the address of the upstream u.
+func (p *Proxy) upstreamReachable(ctx context.Context, u *url.URL) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	host := p.upstream.Host
-	if p.upstream.Port() == "" {
+	host := u.Host
+	if u.Port() == "" {
 		port := "80"
-		if p.upstream.Scheme == "https" {
+		if u.Scheme == "https" {
 			port = "443"
 		}
-		host = net.JoinHostPort(p.upstream.Hostname(), port)
+		host = net.JoinHostPort(u.Hostname(), port)
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", host)

@@ -65,6 +65,7 @@ type Proxy struct {
 	headers           *headerRules
 	upstream          *url.URL
 	rp                *httputil.ReverseProxy
+	ups               *upstreamSet // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
 	log               *slog.Logger
 	access            *slog.Logger
@@ -130,6 +131,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		rules:    c.rules,
 		headers:  c.headers,
 		upstream: c.upstream,
+		ups:      c.upstreams,
 		metrics:  o.Metrics,
 		log:      log,
 		access:   o.AccessLog,
@@ -174,12 +176,33 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		p.tracer = p.ts.Tracer()
 	}
 
+	if p.ups != nil {
+		for _, up := range p.ups.all {
+			up.p = p
+			tr, err := p.upstreamTransport(o.Transport, up.cfg)
+			if err != nil {
+				return nil, err
+			}
+			up.rp = p.newReverseProxy(tr, up.rewrite)
+		}
+		return p, nil
+	}
 	if p.upstream == nil {
 		return p, nil // forward-auth only: nothing is forwarded
 	}
-	tr := o.Transport
+	tr, err := p.upstreamTransport(o.Transport, c.cfg.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	p.rp = p.newReverseProxy(tr, func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) })
+	return p, nil
+}
+
+// upstreamTransport returns the transport to an upstream: tr when the
+// caller gave one, else a new one of c's settings; traced when tracing.
+func (p *Proxy) upstreamTransport(tr http.RoundTripper, c UpstreamConfig) (http.RoundTripper, error) {
 	if tr == nil {
-		t, err := newTransport(c.cfg.Upstream)
+		t, err := newTransport(c)
 		if err != nil {
 			return nil, err
 		}
@@ -188,8 +211,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	if p.tracer != nil {
 		tr = tracedTransport{rt: tr, tracer: p.tracer}
 	}
-	p.rp = p.newReverseProxy(tr)
-	return p, nil
+	return tr, nil
 }
 
 // Plugin returns the proxy's pkg/idp plugin.
@@ -270,6 +292,22 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.answerVerify(w, v)
 		return v
 	}
+	rp := p.rp
+	if p.ups != nil {
+		up := p.ups.pick(r)
+		switch {
+		case up != nil:
+			rp = up.rp
+		case p.authRoutes == nil || !isUnder(r.URL.Path, p.authPrefix):
+			// Never forwarded, and not judged either: no rule of another
+			// host may decide about it. The /auth routes answer on every
+			// host (the central callback host needs no upstream).
+			v := verdict{rule: p.badRule, dec: decBadRequest, status: http.StatusMisdirectedRequest,
+				detail: "no upstream serves this host"}
+			p.refuse(w, r, v)
+			return v
+		}
+	}
 	v := p.decide(r)
 	switch {
 	case v.refused():
@@ -296,11 +334,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	for _, c := range v.cookies {
 		http.SetCookie(w, c) // kept: ReverseProxy adds the upstream's headers to these
 	}
-	if p.rp == nil {
+	if rp == nil {
 		problem.Write(w, http.StatusNotFound, "this idp-proxy gives forward-auth verdicts only ("+p.fa.verifyPath+"); it forwards nothing")
 		return v
 	}
-	p.rp.ServeHTTP(w, r)
+	rp.ServeHTTP(w, r)
 	return v
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -21,9 +22,9 @@ import (
 // newReverseProxy returns the ReverseProxy that forwards p's requests on
 // tr: Rewrite (never Director, see rewrite), upstream errors as
 // problem+json, the proxy's cookies kept from the upstream.
-func (p *Proxy) newReverseProxy(tr http.RoundTripper) *httputil.ReverseProxy {
+func (p *Proxy) newReverseProxy(tr http.RoundTripper, rewrite func(*httputil.ProxyRequest)) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
+		Rewrite:        rewrite,
 		Transport:      timedTransport{rt: tr, ok: p.metrics.upstreamOK, fail: p.metrics.upstreamFail},
 		ErrorHandler:   p.upstreamError,
 		ModifyResponse: p.modifyResponse,
@@ -87,8 +88,8 @@ func upstreamTLS(c UpstreamConfig) (*tls.Config, error) {
 // the hop-by-hop headers (those named in Connection included) and the
 // client's X-Forwarded-For/-Host/-Proto and Forwarded; nothing set here
 // can be removed by the client.
-func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
-	pr.SetURL(p.upstream)
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRules) {
+	pr.SetURL(target)
 	out := pr.Out.Header
 	if up := out["Upgrade"]; len(up) > 0 && !(len(up) == 1 && strings.EqualFold(up[0], "websocket")) {
 		// Only WebSocket upgrades pass; others (h2c, TLS, ...) could
@@ -96,15 +97,15 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		delete(out, "Upgrade")
 		delete(out, "Connection")
 	}
-	p.headers.stripAll(out)
+	h.stripAll(out)
 	in := pr.In.Header
-	if p.headers.trustForwarded {
+	if h.trustForwarded {
 		if v := in["X-Forwarded-For"]; len(v) > 0 {
 			out["X-Forwarded-For"] = v
 		}
 	}
 	pr.SetXForwarded()
-	if p.headers.trustForwarded {
+	if h.trustForwarded {
 		for _, k := range [...]string{"X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
 			if v := in[k]; len(v) > 0 {
 				out[k] = v
@@ -116,7 +117,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		stripCookies(out, p.credentialCookies) // never forwarded
 	}
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
-		p.headers.setIdentity(out, id, bearerValue(in, id.Raw))
+		h.setIdentity(out, id, bearerValue(in, id.Raw))
 	}
 }
 

@@ -169,8 +169,12 @@ time: secret files are not read and missing secrets are not errors.`,
 			if metrics == "" {
 				metrics = "off"
 			}
+			upstream := cfg.Upstream.URL
+			for _, u := range cfg.Upstreams {
+				upstream += "\n          " + u.Match + " -> " + u.URL
+			}
 			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s\n\n%s",
-				name, cfg.Listen, metrics, cfg.Upstream.URL, c.IDP.Issuer(), c.Proxy.Table())
+				name, cfg.Listen, metrics, upstream, c.IDP.Issuer(), c.Proxy.Table())
 			return err
 		},
 	}

@@ -107,6 +107,7 @@ func (f File) withDefaults() File {
 func (f File) Proxy() proxy.Config {
 	return proxy.Config{
 		Upstream:      f.Upstream,
+		Upstreams:     f.Upstreams,
 		Routes:        f.Routes,
 		DefaultPolicy: f.DefaultPolicy,
 		Headers:       f.Headers,

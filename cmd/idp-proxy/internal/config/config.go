@@ -24,7 +24,10 @@ type File struct {
 	Pprof bool `mapstructure:"pprof"`
 
 	Upstream proxy.UpstreamConfig `mapstructure:"upstream"`
-	IDP      IDP                  `mapstructure:"idp"`
+	// Upstreams are several apps, each chosen by host (and optionally
+	// path); exclusive with upstream.url. [none]
+	Upstreams []proxy.UpstreamRoute `mapstructure:"upstreams"`
+	IDP       IDP                   `mapstructure:"idp"`
 	// Routes are the rules, matched as http.ServeMux patterns.
 	Routes []proxy.RouteConfig `mapstructure:"routes"`
 	// DefaultPolicy applies to requests no rule matches: "authenticated"

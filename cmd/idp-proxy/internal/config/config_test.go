@@ -37,6 +37,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	want.IDP.ExcludedPaths = []string{}
 	want.IDP.AllowedRedirectHosts = []string{}
 	want.Headers.Claims = map[string]string{"X-Auth-Request-Groups": "groups", "X-Auth-Request-Acr": "acr"}
+	want.Upstreams = []proxy.UpstreamRoute{}
 	got := c
 	got.Routes = nil
 	got.source = "" // where it was read, for the errors
