@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Request framing and response cookies: what the proxy refuses to pass on
@@ -31,17 +33,50 @@ func closeAfterChunked(w http.ResponseWriter, r *http.Request) {
 // (400), not as the upstream's (502): the transport returns the body's
 // read error to ReverseProxy's ErrorHandler like any failure to reach the
 // upstream.
-type clientBody struct{ io.ReadCloser }
+//
+// It also remembers a read timeout: the server then cancels the request's
+// context, and the transport may report that cancellation rather than the
+// body's error.
+type clientBody struct {
+	io.ReadCloser
+	mu       sync.Mutex // held during Read
+	timedOut bool       // a read ended at the server's read deadline
+}
 
-func (b clientBody) Read(p []byte) (int, error) {
+func (b *clientBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
 		var mbe *http.MaxBytesError
 		if !errors.As(err, &mbe) {
+			b.timedOut = b.timedOut || isTimeout(err)
 			err = &bodyError{err: err}
 		}
 	}
 	return n, err
+}
+
+// clientBodyKey keys the request's *clientBody in its context (ReverseProxy
+// hands ErrorHandler its own copy of the request, with the body wrapped).
+type clientBodyKey struct{}
+
+// bodyTimedOut reports whether the request's body ended at the server's
+// read deadline. The read that failed may still be returning (the server
+// cancels the context first): it waits for it, briefly.
+func bodyTimedOut(r *http.Request) bool {
+	b, _ := r.Context().Value(clientBodyKey{}).(*clientBody)
+	if b == nil {
+		return false
+	}
+	for range 100 {
+		if b.mu.TryLock() {
+			defer b.mu.Unlock()
+			return b.timedOut
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
 
 // bodyError is an error reading the client's request body.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -161,4 +162,44 @@ func FuzzChunkedBody(f *testing.F) {
 			t.Fatalf("body %q: %d without Connection: close", body, resp.StatusCode)
 		}
 	})
+}
+
+// A client that sends its body slower than the server's read timeout gets
+// 408 problem+json (its fault), never 502 (which blames the upstream).
+func TestSlowRequestBodyIs408(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	p, err := newProxy(t, testConfig(idpSrv, up.URL), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Plugin().WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(p)
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	auth := "Authorization: Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")) + "\r\n"
+	// 10 bytes announced, 3 sent: the rest never comes.
+	if _, err := io.WriteString(c, "POST /shorten HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 10\r\n\r\nabc"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading the response: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("slow body: %d %s %s, want 408 problem+json", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
 }

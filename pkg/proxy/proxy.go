@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -325,11 +326,17 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, p.maxBody)
 	}
+	ctx := r.Context()
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = clientBody{r.Body}
+		cb := &clientBody{ReadCloser: r.Body}
+		r.Body = cb
+		ctx = context.WithValue(ctx, clientBodyKey{}, cb) // read by upstreamError
 	}
 	if v.id != nil {
-		r = r.WithContext(idp.NewContext(r.Context(), v.id)) // read by rewrite
+		ctx = idp.NewContext(ctx, v.id) // read by rewrite
+	}
+	if ctx != r.Context() {
+		r = r.WithContext(ctx)
 	}
 	for _, c := range v.cookies {
 		http.SetCookie(w, c) // kept: ReverseProxy adds the upstream's headers to these

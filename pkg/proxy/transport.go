@@ -122,7 +122,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRul
 }
 
 // upstreamError answers failures to reach the upstream: 504 on timeout,
-// 413 when the body exceeded the limit, 502 otherwise.
+// 413 when the body exceeded the limit, 408 when the client's body did not
+// arrive within the server's read timeout, 400 when it did not parse, 502
+// otherwise.
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
 	var mbe *http.MaxBytesError
 	var ne net.Error
@@ -131,6 +133,15 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	switch {
 	case errors.As(err, &mbe):
 		status, detail = http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", mbe.Limit)
+	case errors.As(err, &bodyErr) && isTimeout(bodyErr.err), r.Context().Err() != nil && bodyTimedOut(r):
+		// The client sent its body too slowly: the server's read timeout
+		// ended it (and cancelled the request's context). Its fault, not
+		// the upstream's; the answer is 408 and the connection closes.
+		p.log.Warn("the client sent its request body too slowly", "request_id", r.Header.Get("X-Request-Id"),
+			"method", r.Method, "path", r.URL.Path, "status", http.StatusRequestTimeout, "error", err)
+		w.Header().Set("Connection", "close")
+		problem.Write(w, http.StatusRequestTimeout, "the request body did not arrive in time")
+		return
 	case errors.As(err, &bodyErr) && r.Context().Err() == nil:
 		// The client's body did not parse (a bad chunk): its fault, not
 		// the upstream's.
@@ -193,4 +204,11 @@ func (bp *bufferPool) Put(b []byte) {
 	case bp.free <- b[:32<<10]:
 	default:
 	}
+}
+
+// isTimeout reports whether err is a timeout (a read deadline that
+// passed).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
