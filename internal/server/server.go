@@ -108,14 +108,19 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 			h = closeWhenDraining(h, &draining)
 		}
 		srv := New(h, o)
+		srv.ConnState = markHijacked
 		servers[i] = srv
+		ln := l.Listener
+		if !l.TLS {
+			ln = problemListener{ln} // net/http's own error answers as problem+json
+		}
 		o.Logger.Info("listening", "server", l.Name, "addr", l.Listener.Addr().String(), "tls", l.TLS)
 		go func() {
 			var err error
 			if l.TLS {
 				err = srv.ServeTLS(l.Listener, o.TLSCertFile, o.TLSKeyFile)
 			} else {
-				err = srv.Serve(l.Listener)
+				err = srv.Serve(ln)
 			}
 			if errors.Is(err, http.ErrServerClosed) {
 				err = nil
