@@ -17,7 +17,10 @@
 # (idp-proxy, one valid token: cache hits), idp-distinct and
 # naive-distinct (bench/naiveproxy: golang-jwt + keyfunc, no cache), both
 # with 4,000 distinct valid tokens in turn against an idp-proxy cache of
-# 500, so that nearly every request verifies a signature.
+# 500, so that nearly every request verifies a signature; idp-hosts50
+# (idp-proxy with 50 upstreams chosen by host, the same token as
+# idp-repeated, requests for the 25th host), whose ratio to idp-repeated
+# is the cost of choosing among many apps.
 #
 # Kernel time is not counted: the proxies make the same system calls per
 # request (strace -c: 2 reads and 1 write on each side), which are about
@@ -89,20 +92,33 @@ log:
   level: warn
 EOF
 
-# measure NAME PORT LOAD CMD...: LOAD is "repeated" or "distinct".
+# The same proxy in front of 50 apps chosen by host (all the same
+# upstream here): upstreams instead of upstream.url.
+awk -v up="http://127.0.0.1:$up" '
+	/^upstream:/ { print "upstream:"; print "  max_idle_conns_per_host: 1024"; print "upstreams:";
+		for (i = 1; i <= 50; i++) { print "  - match: h" i ".bench.test/"; print "    url: \"" up "\"" }
+		skip = 1; next }
+	skip && /^  / { next }
+	{ skip = 0; print }
+' "$work/idp-proxy.yaml" >"$work/idp-proxy-hosts50.yaml"
+host50=h25.bench.test
+
+# measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct" or
+# "host" (repeated, with Host: $host50).
 measure() {
 	local name=$1 port=$2 load=$3
 	shift 3
 	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
 	local vp=$!
 	pids+=("$vp")
-	local ok=
+	local ok= host=()
+	if [ "$load" = host ]; then host=(-H "Host: $host50"); fi
 	for _ in $(seq 120); do
-		if [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")" = 200 ]; then ok=1; break; fi
+		if [ "$(curl -s -o /dev/null -w '%{http_code}' "${host[@]}" -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")" = 200 ]; then ok=1; break; fi
 		sleep 0.5
 	done
 	[ -n "$ok" ] || { echo "bench/instr.sh: $name did not answer 200:" >&2; tail -5 "$work/$name.log" >&2; exit 1; }
-	local args=(-t1 -c4 -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")
+	local args=(-t1 -c4 "${host[@]}" -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")
 	if [ "$load" = distinct ]; then
 		args=(-t1 -c4 -s bench/lua/rotate.lua "http://127.0.0.1:$port" -- "$work/distinct.txt")
 	fi
@@ -137,6 +153,7 @@ results=(
 	"$(measure idp-repeated "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy.yaml")"
 	"$(measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml")"
 	"$(measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench")"
+	"$(measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml")"
 )
 
 # measure runs in a command substitution: its exit ends only that
@@ -153,3 +170,6 @@ for r in "${results[@]}"; do
 	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="$base" -v nv="$naiveIR" \
 		'BEGIN { printf "| %s | %d | %d | %.3f | %.3f |\n", name, n, ir, ir / b, ir / nv }'
 done
+rep=$(awk '{print $3}' <<<"${results[1]}")
+hosts=$(awk '{print $3}' <<<"${results[4]}")
+awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'

@@ -248,6 +248,8 @@ type observation struct {
 	LoggedOut bool       `json:"loggedOut"`
 	Cookies   []struct {
 		Name     string `json:"name"`
+		Domain   string `json:"domain"`
+		Secure   bool   `json:"secure"`
 		Path     string `json:"path"`
 		HTTPOnly bool   `json:"httpOnly"`
 		SameSite string `json:"sameSite"`
@@ -295,10 +297,16 @@ func (o observation) docChain() string { return o.Docs.chain() }
 // step.
 func runBrowser(t *testing.T, steps []browserStep) []observation {
 	t.Helper()
+	return runBrowserWith(t, nil, steps)
+}
+
+// runBrowserWith is runBrowser with extra Chromium flags.
+func runBrowserWith(t *testing.T, args []string, steps []browserStep) []observation {
+	t.Helper()
 	var res struct {
 		Observations []observation `json:"observations"`
 	}
-	runScript(t, "session.mjs", map[string]any{"chromium": chromiumPath(), "timeoutMs": 30000, "steps": steps}, 120*time.Second, &res)
+	runScript(t, "session.mjs", map[string]any{"chromium": chromiumPath(), "timeoutMs": 30000, "steps": steps, "args": args}, 120*time.Second, &res)
 	if len(res.Observations) != len(steps) {
 		t.Fatalf("browser: %d observations for %d steps", len(res.Observations), len(steps))
 	}

@@ -25,8 +25,8 @@ export const logger = (tag) => (...a) => process.stderr.write(`[${tag}] ${a.join
 
 export const sleep = (ms) => new Promise((r) => { setTimeout(r, ms); });
 
-// withChromium starts headless Chromium (cfg.chromium, else Debian's) in a
-// fresh, empty profile with the given timeout and extra context options,
+// withChromium starts headless Chromium (cfg.chromium, else Debian's, with
+// the extra flags cfg.args) in a fresh, empty profile with the given timeout and extra context options,
 // runs fn(context, page), and always closes Chromium and removes the
 // profile.
 export async function withChromium(cfg, timeout, options, fn) {
@@ -34,7 +34,7 @@ export async function withChromium(cfg, timeout, options, fn) {
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: cfg.chromium ?? '/usr/bin/chromium',
     headless: true,
-    args: ARGS,
+    args: [...ARGS, ...(cfg.args ?? [])],
     timeout,
     ...options,
   });

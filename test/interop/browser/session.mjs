@@ -12,6 +12,9 @@
 //     {"do":"click","selector":"#kc-logout","until":"http://127.0.0.1:OP/realms/demo/"},
 //     {"do":"fetch","path":"/app/data"}]}'
 //
+// "args" (optional) are extra Chromium flags, e.g. --host-resolver-rules
+// to send several host names to loopback.
+//
 // Steps:
 //   goto URL [until PREFIX]   navigate; with until, also wait for the page to
 //                             land on a URL starting with PREFIX (scripted hops)
