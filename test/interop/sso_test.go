@@ -145,4 +145,3 @@ func selfSignedCert(t *testing.T, names ...string) (certFile, keyFile string) {
 	}
 	return certFile, keyFile
 }
-
