@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,13 @@ func readBody(w http.ResponseWriter, r *http.Request, accept func(contentType st
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			problem.Write(w, http.StatusRequestEntityTooLarge, "request body is larger than 16 KiB")
+			return nil, false
+		}
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			// Sent slower than the server's read timeout: the client's
+			// fault, told apart from a malformed body.
+			w.Header().Set("Connection", "close")
+			problem.Write(w, http.StatusRequestTimeout, "the request body did not arrive in time")
 			return nil, false
 		}
 		problem.Write(w, http.StatusBadRequest, "could not read the request body")
