@@ -36,7 +36,7 @@ var DefaultReserved = []string{
 	"health", "healthz", "readyz", "livez", "shorten", "metrics", "auth",
 	"api", "static", "assets", "admin", "login", "logout", "callback",
 	"favicon.ico", "robots.txt", ".well-known", "debug", "version",
-	"links", "openapi.json", "openapi", "index.html", "app", "ui",
+	"links", "openapi.json", "openapi", "index.html", "app", "ui", "signed-out",
 }
 
 // isBase62 reports whether s is made only of base62 characters.

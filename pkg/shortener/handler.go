@@ -53,6 +53,15 @@ type HandlerOptions struct {
 	// LoginURL is where the page sends a visitor without identity: a path
 	// on this site. ["": DefaultLoginURL, idp-proxy's login route]
 	LoginURL string
+	// LogoutURL is where the page's "Sign out" link goes: a path on this
+	// site, such as idp-proxy's "/auth/logout". ["": the page has no
+	// sign-out link]
+	LogoutURL string
+	// DisplayName returns the name the page shows as "Signed in as ..."
+	// (GET /links answers it as user.name), e.g. NameFromHeader of
+	// idp-proxy's X-Auth-Request-Preferred-Username. [nil: the Owner's
+	// value]
+	DisplayName func(*http.Request) string
 	// HealthTimeout bounds the store Ping of GET /health. [0: 2s]
 	HealthTimeout time.Duration
 	// TracerProvider records an OpenTelemetry server span per request,
@@ -77,6 +86,8 @@ type Handler struct {
 	adminRoles    []string
 	page          bool
 	loginURL      string
+	logoutURL     string
+	displayName   func(*http.Request) string
 	healthTimeout time.Duration
 	pageOnce      pageCache
 	ts            *tracing.Server // nil: no tracing
@@ -97,13 +108,18 @@ func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 		adminRoles:    slices.Clone(o.AdminRoles),
 		page:          o.Page,
 		loginURL:      o.LoginURL,
+		logoutURL:     o.LogoutURL,
+		displayName:   o.DisplayName,
 		healthTimeout: o.HealthTimeout,
 	}
 	if h.loginURL == "" {
 		h.loginURL = DefaultLoginURL
 	}
-	if u, err := url.Parse(h.loginURL); err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(h.loginURL, "/") || strings.HasPrefix(h.loginURL, "//") {
+	if !sitePath(h.loginURL) {
 		return nil, fmt.Errorf("shortener: login URL %q must be a path on this site", o.LoginURL)
+	}
+	if h.logoutURL != "" && !sitePath(h.logoutURL) {
+		return nil, fmt.Errorf("shortener: logout URL %q must be a path on this site", o.LogoutURL)
 	}
 	if h.healthTimeout <= 0 {
 		h.healthTimeout = 2 * time.Second
@@ -147,4 +163,11 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 // notFound answers paths that match no route.
 func notFound(w http.ResponseWriter, _ *http.Request) {
 	problem.Write(w, http.StatusNotFound, "not found")
+}
+
+// sitePath reports whether s is a path on this site: no scheme, no host,
+// one leading slash.
+func sitePath(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "" && u.Host == "" && strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "//")
 }

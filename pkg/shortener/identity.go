@@ -1,6 +1,7 @@
 package shortener
 
 import (
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -81,6 +82,38 @@ func OwnerFromHeader(name string) func(*http.Request) string {
 			return ""
 		}
 		v := strings.TrimSpace(vs[0])
+		if len(v) > maxOwnerLength || !cleanHeaderValue(v) {
+			return ""
+		}
+		return v
+	}
+}
+
+// NameFromHeader returns a HandlerOptions.DisplayName hook that reads a
+// display name from the request header name (e.g.
+// "X-Auth-Request-Preferred-Username", set by idp-proxy), decoding an RFC
+// 2047 encoded-word (idp-proxy sends a value that HTTP would alter, such
+// as one with non-ASCII letters, as =?UTF-8?B?...?=). The same security
+// note as OwnerFromHeader applies. A header present more than once, longer
+// than 256 bytes once decoded, not valid UTF-8 or holding control
+// characters gives "".
+func NameFromHeader(name string) func(*http.Request) string {
+	key := http.CanonicalHeaderKey(name)
+	var dec mime.WordDecoder
+	return func(r *http.Request) string {
+		vs := r.Header[key]
+		if len(vs) != 1 || len(vs[0]) > 4*maxOwnerLength {
+			return ""
+		}
+		v := vs[0]
+		if strings.HasPrefix(v, "=?") {
+			d, err := dec.Decode(v)
+			if err != nil {
+				return ""
+			}
+			v = d
+		}
+		v = strings.TrimSpace(v)
 		if len(v) > maxOwnerLength || !cleanHeaderValue(v) {
 			return ""
 		}

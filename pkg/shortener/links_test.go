@@ -54,7 +54,7 @@ func TestListPages(t *testing.T) {
 	if l := decodeJSON[listJSON](t, a.call("GET", "/links", "alice", ""), 200); len(l.Links) != 7 || l.NextCursor != nil {
 		t.Fatalf("default page: %d links, next %v", len(l.Links), l.NextCursor)
 	}
-	if rec := a.call("GET", "/links", "carol", ""); strings.TrimSpace(rec.Body.String()) != `{"links":[],"next_cursor":null}` {
+	if rec := a.call("GET", "/links", "carol", ""); strings.TrimSpace(rec.Body.String()) != `{"links":[],"next_cursor":null,"user":{"id":"carol","name":"carol","admin":false}}` {
 		t.Fatalf("empty list: %s", rec.Body)
 	}
 	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "limit=1&limit=2", "cursor=%%%", "cursor=abc", "cursor=" + strings.Repeat("A", 200), "sort=asc", "limit=5;x=1"} {

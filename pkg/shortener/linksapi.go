@@ -31,6 +31,14 @@ type linkResource struct {
 type linkList struct {
 	Links      []linkResource `json:"links"`
 	NextCursor *string        `json:"next_cursor"`
+	User       listUser       `json:"user"`
+}
+
+// listUser is the caller of GET /links, for the page's "Signed in as".
+type listUser struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Admin bool   `json:"admin"`
 }
 
 func (s *Service) resource(l Link, now time.Time) linkResource {
@@ -188,7 +196,12 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
 		h.writeLinkError(w, r, err)
 		return
 	}
-	out := linkList{Links: make([]linkResource, len(links))}
+	out := linkList{Links: make([]linkResource, len(links)), User: listUser{ID: c.ID, Name: c.ID, Admin: c.Admin}}
+	if h.displayName != nil {
+		if name := h.displayName(r); name != "" {
+			out.User.Name = name
+		}
+	}
 	now := h.svc.now()
 	for i, l := range links {
 		out.Links[i] = h.svc.resource(l, now)

@@ -13,7 +13,7 @@ import (
 
 // webFiles are the page and its assets: no build step, no external asset.
 //
-//go:embed web/index.html web/app.js web/app.css
+//go:embed web/index.html web/app.js web/app.css web/favicon.ico web/signed-out.html
 var webFiles embed.FS
 
 // pageCSP allows nothing but this origin's script, style, API calls and
@@ -24,6 +24,7 @@ const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-sr
 // pageData fills web/index.html.
 type pageData struct {
 	LoginURL    string
+	LogoutURL   string
 	CustomCodes bool
 	MaxLimit    int
 }
@@ -31,29 +32,57 @@ type pageData struct {
 // pageCache holds the rendered page of a Handler (its data never
 // changes).
 type pageCache struct {
-	once sync.Once
-	html []byte
-	err  error
+	once      sync.Once
+	html      []byte
+	signedOut []byte
+	err       error
+}
+
+// render renders the page and the signed-out page, once.
+func (h *Handler) render() error {
+	h.pageOnce.once.Do(func() {
+		data := pageData{LoginURL: h.loginURL, LogoutURL: h.logoutURL, CustomCodes: h.svc.customCodes, MaxLimit: MaxListLimit}
+		for _, p := range []struct {
+			name string
+			out  *[]byte
+		}{{"web/index.html", &h.pageOnce.html}, {"web/signed-out.html", &h.pageOnce.signedOut}} {
+			tmpl, err := template.ParseFS(webFiles, p.name)
+			if err != nil {
+				h.pageOnce.err = err
+				return
+			}
+			var buf bytes.Buffer
+			if err := tmpl.Execute(&buf, data); err != nil {
+				h.pageOnce.err = err
+				return
+			}
+			*p.out = buf.Bytes()
+		}
+	})
+	return h.pageOnce.err
 }
 
 // serveIndex answers GET /: the page, rendered once.
 func (h *Handler) serveIndex(w http.ResponseWriter, r *http.Request) {
-	h.pageOnce.once.Do(func() {
-		tmpl, err := template.ParseFS(webFiles, "web/index.html")
-		if err != nil {
-			h.pageOnce.err = err
-			return
-		}
-		var buf bytes.Buffer
-		h.pageOnce.err = tmpl.Execute(&buf, pageData{LoginURL: h.loginURL, CustomCodes: h.svc.customCodes, MaxLimit: MaxListLimit})
-		h.pageOnce.html = buf.Bytes()
-	})
-	if h.pageOnce.err != nil {
-		h.svc.log.ErrorContext(r.Context(), "shortener: render page", "err", h.pageOnce.err)
+	if err := h.render(); err != nil {
+		h.svc.log.ErrorContext(r.Context(), "shortener: render page", "err", err)
 		problem.Write(w, http.StatusInternalServerError, "the page could not be rendered")
 		return
 	}
 	writePageFile(w, h.pageOnce.html, "text/html; charset=utf-8")
+}
+
+// serveSignedOut answers GET /signed-out: where a sign-out ends (a
+// post-logout redirect URI), with a link to sign in again. It needs no
+// identity: a page that needed one would send the browser straight back
+// to the sign-in.
+func (h *Handler) serveSignedOut(w http.ResponseWriter, r *http.Request) {
+	if err := h.render(); err != nil {
+		h.svc.log.ErrorContext(r.Context(), "shortener: render page", "err", err)
+		problem.Write(w, http.StatusInternalServerError, "the page could not be rendered")
+		return
+	}
+	writePageFile(w, h.pageOnce.signedOut, "text/html; charset=utf-8")
 }
 
 // serveAsset answers GET of one of the page's assets.

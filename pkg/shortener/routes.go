@@ -47,7 +47,9 @@ func (h *Handler) table() []route {
 		rows = append(rows,
 			route{Route: Route{Method: get, Pattern: "/{$}", Name: "page"}, serve: h.serveIndex},
 			route{Route: Route{Method: get, Pattern: "/assets/app.js", Name: "page"}, serve: serveAsset("web/app.js", "text/javascript; charset=utf-8")},
-			route{Route: Route{Method: get, Pattern: "/assets/app.css", Name: "page"}, serve: serveAsset("web/app.css", "text/css; charset=utf-8")})
+			route{Route: Route{Method: get, Pattern: "/assets/app.css", Name: "page"}, serve: serveAsset("web/app.css", "text/css; charset=utf-8")},
+			route{Route: Route{Method: get, Pattern: "/favicon.ico", Name: "page"}, serve: serveAsset("web/favicon.ico", "image/x-icon")},
+			route{Route: Route{Method: get, Pattern: "/signed-out", Name: "page"}, serve: h.serveSignedOut})
 	}
 	return append(rows, route{Route: Route{Method: get, Pattern: "/{code}", Name: "redirect"}, serve: h.serveRedirect})
 }

@@ -36,9 +36,19 @@ func HandlerOptions(p *idp.Plugin, createRoles ...string) shortener.HandlerOptio
 				other.ServeHTTP(w, r)
 			})
 		},
-		Owner: Owner,
-		Roles: Roles,
+		Owner:       Owner,
+		Roles:       Roles,
+		DisplayName: DisplayName,
 	}
+}
+
+// DisplayName returns the preferred username of the request's verified
+// token (the claim mapping's username); "" without one.
+func DisplayName(r *http.Request) string {
+	if u, ok := idp.UserFrom(r.Context()); ok {
+		return u.PreferredUsername
+	}
+	return ""
 }
 
 // Owner returns the subject of the request's verified token; "" without

@@ -43,6 +43,7 @@
   }
 
   function showSignIn() {
+    $("who").hidden = true;
     $("signin").hidden = false;
     $("create").hidden = true;
     $("mine").hidden = true;
@@ -142,6 +143,10 @@
     if (more && state.cursor) path += "&cursor=" + encodeURIComponent(state.cursor);
     try {
       const page = await api("GET", path);
+      if (page.user) {
+        $("who-name").textContent = page.user.name || page.user.id;
+        $("who").hidden = false;
+      }
       $("signin").hidden = true;
       $("create").hidden = false;
       $("mine").hidden = false;

@@ -134,6 +134,8 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.Bool("custom-codes", true, "let creators choose their short code (short_code: 3-64 of A-Z a-z 0-9 _ -)")
 	f.Bool("page", true, "serve the web page (create links, list yours, QR codes) at GET /")
 	f.String("login-url", shortener.DefaultLoginURL, "where the page sends visitors without identity (a path on this site)")
+	f.String("logout-url", "", `where the page's "Sign out" link goes, a path on this site (behind idp-proxy: /auth/logout); "" shows no sign-out link`)
+	f.String("username-header", "X-Auth-Request-Preferred-Username", `header of the name the page shows as "Signed in as", read when --trust-identity-headers is on (RFC 2047 encoded-words decoded); without it, the identity header's value`)
 	f.StringSlice("admin-roles", nil, "roles whose holders may read and delete every link, comma-separated (realm roles in-process, --roles-header behind the proxy)")
 	f.String("roles-header", "X-Auth-Request-Roles", "header of the caller's comma-separated roles, read when --trust-identity-headers is on")
 	f.Duration("visit-flush-interval", time.Second, "how often visit counts kept in memory are written to the store; a crash loses at most this much")

@@ -47,6 +47,7 @@ func TestDefaults(t *testing.T) {
 		DrainDelay: 5 * time.Second, StoreTimeout: 5 * time.Second,
 		CacheSize: 100_000, CacheTTL: 5 * time.Second, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
+		UsernameHeader:     "X-Auth-Request-Preferred-Username",
 		VisitFlushInterval: time.Second, IDPTokenLocation: "header", IDPCookieName: "access_token"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v, want %+v", cfg, want)

@@ -35,6 +35,8 @@ type config struct {
 	CustomCodes        bool          // creators may choose their code
 	Page               bool          // serve the web page at GET /
 	LoginURL           string        // the page's sign-in link
+	LogoutURL          string        // the page's sign-out link ("" none)
+	UsernameHeader     string        // header of the name the page shows, with TrustIdentity
 	AdminRoles         []string      // roles that may read and delete every link
 	RolesHeader        string        // header of the caller's roles, with TrustIdentity
 	VisitFlushInterval time.Duration // how often visit counts are written
@@ -94,8 +96,11 @@ func loadConfig(v *viper.Viper) (config, error) {
 		CustomCodes: getBool("custom-codes"),
 		Page:        getBool("page"),
 		LoginURL:    v.GetString("login-url"),
-		AdminRoles:  splitList(v.GetStringSlice("admin-roles")),
-		RolesHeader: v.GetString("roles-header"),
+		LogoutURL:   v.GetString("logout-url"),
+
+		UsernameHeader: v.GetString("username-header"),
+		AdminRoles:     splitList(v.GetStringSlice("admin-roles")),
+		RolesHeader:    v.GetString("roles-header"),
 	}
 	fi := v.GetString("visit-flush-interval")
 	if d, err := time.ParseDuration(fi); err != nil || d <= 0 {

@@ -29,9 +29,12 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 	} else if cfg.TrustIdentity {
 		hopts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)
 		hopts.Roles = shortener.RolesFromHeader(cfg.RolesHeader)
+		if cfg.UsernameHeader != "" {
+			hopts.DisplayName = shortener.NameFromHeader(cfg.UsernameHeader)
+		}
 		log.Warn("trusting identity headers: only run behind a proxy that sets them and strips client copies", "header", cfg.IdentityHeader, "roles_header", cfg.RolesHeader)
 	}
-	hopts.Page, hopts.LoginURL, hopts.AdminRoles = cfg.Page, cfg.LoginURL, cfg.AdminRoles
+	hopts.Page, hopts.LoginURL, hopts.LogoutURL, hopts.AdminRoles = cfg.Page, cfg.LoginURL, cfg.LogoutURL, cfg.AdminRoles
 	hopts.TracerProvider, hopts.TrustedTraceParents = cfg.tracerProvider, cfg.TraceParentFrom
 	svc, err = shortener.New(store, shortener.Options{
 		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
