@@ -160,3 +160,52 @@ func TestMakeDemoStopsOnSIGTERMToMake(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// The README's /links example ("as alice, against `make demo`") runs as
+// written against the demo: every command succeeds, custom code
+// included; only the proxy's port and the token command's flags differ.
+func TestReadmeLinksExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole stack")
+	}
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "```sh\n# as alice, against `make demo`"
+	_, block, ok := strings.Cut(string(readme), marker)
+	if !ok {
+		t.Fatalf("README.md has no block starting %q", marker)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	block = "#" + block // the rest of the marker's comment line
+	ep, _, _ := startDemo(t, Options{DataDir: "memory:"})
+	demo := filepath.Join(t.TempDir(), "idp-demo")
+	if out, err := exec.Command("go", "build", "-o", demo, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	proxyAddr := strings.TrimPrefix(ep.Proxy, "http://")
+	script := strings.ReplaceAll(block, "127.0.0.1:4180", proxyAddr)
+	script = strings.ReplaceAll(script, "bin/idp-demo token alice",
+		demo+" token --provider-addr "+strings.TrimPrefix(ep.Provider, "http://")+" --proxy-addr "+proxyAddr+" alice")
+	// Each curl prints its status on a line of its own.
+	script = strings.ReplaceAll(script, "curl -s", `curl -s -w '\nstatus=%{http_code}\n'`)
+	cmd := exec.Command("sh", "-e", "-c", script)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's /links example: %v\n%s", err, out)
+	}
+	statuses := regexp.MustCompile(`status=(\d+)`).FindAllStringSubmatch(string(out), -1)
+	if len(statuses) != 5 {
+		t.Fatalf("%d commands answered, want 5:\n%s", len(statuses), out)
+	}
+	for i, s := range statuses {
+		if s[1][0] != '2' {
+			t.Errorf("command %d answered %s:\n%s", i+1, s[1], out)
+		}
+	}
+}

@@ -36,6 +36,8 @@ const (
 	ServiceClientSecret  = "svc-reporter-secret"
 	CreatorRole          = "creator"
 	identityHeader       = "X-Auth-Request-User"
+	usernameHeader       = "X-Auth-Request-Preferred-Username"
+	signedOutPath        = "/signed-out"
 	defaultDataDir       = "data/demo"
 	startupTimeout       = 10 * time.Second
 	demoShutdownDeadline = 5 * time.Second
@@ -128,7 +130,7 @@ func Run(ctx context.Context, o Options) (err error) {
 			ClientRoles: map[string][]string{WebClientID: {"editor"}},
 		},
 		Clients: []idptest.Client{
-			{ID: WebClientID, Secret: WebClientSecret, RedirectURIs: []string{proxyURL + "/auth/callback"}},
+			{ID: WebClientID, Secret: WebClientSecret, RedirectURIs: []string{proxyURL + "/auth/callback", proxyURL + signedOutPath}},
 			{ID: ServiceClientID, Secret: ServiceClientSecret, RealmRoles: []string{CreatorRole}, ServiceAccount: true},
 		},
 	})
@@ -147,8 +149,9 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 	}()
 	svc, err := shortener.New(store, shortener.Options{
-		BaseURL: proxyURL, // short links are followed through the proxy
-		Logger:  log.With("component", "shortener"),
+		BaseURL:     proxyURL, // short links are followed through the proxy
+		CustomCodes: true,     // as the shortener binary's default, and the README's examples
+		Logger:      log.With("component", "shortener"),
 	})
 	if err != nil {
 		return err
@@ -161,10 +164,15 @@ func Run(ctx context.Context, o Options) (err error) {
 			err = errors.Join(err, fmt.Errorf("demo: writing the last visit counts: %w", cerr))
 		}
 	}()
-	shortH, err := shortener.NewHandler(svc, shortener.HandlerOptions{
-		Owner: shortener.OwnerFromHeader(identityHeader),
-		Page:  true, // the web page at GET /, behind the sign-in
-	})
+	hopts := shortener.HandlerOptions{
+		Owner:       shortener.OwnerFromHeader(identityHeader),
+		DisplayName: shortener.NameFromHeader(usernameHeader),
+		Page:        true, // the web page at GET /, behind the sign-in
+	}
+	if !o.NoSessions {
+		hopts.LogoutURL = "/auth/logout" // the page's "Sign out"
+	}
+	shortH, err := shortener.NewHandler(svc, hopts)
 	if err != nil {
 		return err
 	}
@@ -182,7 +190,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		RedirectURI:       proxyURL + "/auth/callback",
 		SessionSecret:     []byte(hex.EncodeToString(secret)),
 		OptionalAudiences: []string{ServiceClientID},
-		Session:           sessionConfig(o.NoSessions),
+		Session:           sessionConfig(o.NoSessions, proxyURL),
 		Logger:            log.With("component", "idp-proxy"),
 	})
 	if err != nil {
@@ -192,6 +200,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	cfg := proxy.DefaultConfig()
 	cfg.Upstream.URL = "http://" + shortLn.Addr().String()
 	cfg.Headers.User = identityHeader
+	cfg.Headers.PreferredUsername = usernameHeader
 	cfg.Routes = Routes()
 	px, err := proxy.New(plugin, cfg, proxy.Options{
 		Logger:    log.With("component", "idp-proxy"),
@@ -228,13 +237,14 @@ func Run(ctx context.Context, o Options) (err error) {
 
 // Routes are the demo proxy's rules (examples/demo-proxy.yaml has the
 // same): the shortener's page and its assets need a signed-in user (any
-// valid token: a browser is sent to the sign-in), short links and the
-// health check are public, creating a link (POST /shorten, or POST /links
+// valid token: a browser is sent to the sign-in), short links, the health
+// check and the page where a sign-out ends are public, creating a link (POST /shorten, or POST /links
 // from the page) needs the realm role creator, and everything else (the
 // rest of the /links API the page calls) any valid token.
 func Routes() []proxy.RouteConfig {
 	return []proxy.RouteConfig{
 		{Match: "GET /health", Public: true},
+		{Match: "GET " + signedOutPath, Public: true},
 		{Match: "GET /{$}"},
 		{Match: "GET /assets/"},
 		{Match: "GET /{code}", Public: true},
@@ -244,14 +254,15 @@ func Routes() []proxy.RouteConfig {
 }
 
 // sessionConfig is the demo's browser sessions: the cookie store (one
-// process), a sign-out that ends at the provider's "You are logged out"
-// page (the development provider would sign alice in again at once on
-// any page of the app). nil with noSessions.
-func sessionConfig(noSessions bool) *idp.SessionConfig {
+// process), and a sign-out that ends on the shortener's public
+// /signed-out page, with a link to sign in again (a page that needed a
+// session would sign alice in again at once: the development provider
+// shows no form). nil with noSessions.
+func sessionConfig(noSessions bool, proxyURL string) *idp.SessionConfig {
 	if noSessions {
 		return nil
 	}
-	return &idp.SessionConfig{}
+	return &idp.SessionConfig{PostLogoutRedirectURI: proxyURL + signedOutPath}
 }
 
 func openStore(dir string) (shortener.Store, string, error) {
@@ -298,7 +309,8 @@ curl -si -X POST %[3]s/shorten -H 'Content-Type: application/json' -d '{"url":"h
 		fmt.Fprintf(w, `
 # Browser: open %[1]s/ : the proxy sends you through the provider's sign-in
 # (the development provider signs alice in without a form) and back to the
-# shortener's page. %[1]s/auth/logout signs you out.
+# shortener's page, which says who is signed in; its "Sign out" (or
+# %[1]s/auth/logout) signs you out and ends on %[1]s/signed-out.
 `, ep.Proxy)
 		return
 	}

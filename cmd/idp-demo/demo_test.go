@@ -182,14 +182,54 @@ func TestDemoFlow(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	// Sign-out: through the provider's end-session endpoint; afterwards
-	// the page sends the browser to the sign-in again.
+	// The page says who is signed in and offers the sign-out: GET /links
+	// names alice, the page links to /auth/logout.
+	resp, err = br.c.Get(ep.Proxy + "/links")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		User struct{ ID, Name string } `json:"user"`
+	}
+	decode(t, resp, http.StatusOK, &list)
+	if list.User.Name != "alice" || list.User.ID == "" {
+		t.Errorf("GET /links user = %+v, want alice", list.User)
+	}
+	resp = br.navigate(t, ep.Proxy+"/")
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `href="/auth/logout"`) || !strings.Contains(string(body), "Signed in as") {
+		t.Errorf("the page has no sign-out link or no 'Signed in as':\n%s", body)
+	}
+	// The page's custom-code field is there (custom codes are on), and
+	// the README's /links example with a short_code works.
+	if !strings.Contains(string(body), `id="short_code"`) {
+		t.Error("the page lacks the custom code field")
+	}
+	req, _ = http.NewRequest("POST", ep.Proxy+"/links", strings.NewReader(`{"url":"https://example.com/launch","short_code":"launch","max_visits":100}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = br.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var launch struct {
+		ShortCode string `json:"short_code"`
+	}
+	decode(t, resp, http.StatusCreated, &launch)
+	if launch.ShortCode != "launch" {
+		t.Errorf("POST /links with short_code launch created %q", launch.ShortCode)
+	}
+	// Sign-out: through the provider's end-session endpoint, back to the
+	// shortener's public /signed-out page (not the provider's bare "You
+	// are logged out."); afterwards the page sends the browser to the
+	// sign-in again.
 	resp = br.navigate(t, ep.Proxy+"/auth/logout")
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "logged out") ||
-		!strings.HasPrefix(resp.Request.URL.String(), ep.Provider+"/realms/"+Realm+"/protocol/openid-connect/logout") {
-		t.Errorf("sign-out ended at %s (%d): %s", resp.Request.URL, resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "You are signed out") ||
+		resp.Request.URL.String() != ep.Proxy+"/signed-out" ||
+		!slices.Contains(br.hops, "/realms/"+Realm+"/protocol/openid-connect/logout") {
+		t.Errorf("sign-out ended at %s (%d) after %v: %s", resp.Request.URL, resp.StatusCode, br.hops, body)
 	}
 	if br.hasCookie(ep.Proxy, "idp_session") {
 		t.Error("the session cookie survived the sign-out")
