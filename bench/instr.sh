@@ -8,6 +8,7 @@
 #   bench/instr.sh            # 10 s of load per case
 #   INSTR_SECONDS=20 bench/instr.sh
 #   INSTR_KEEP=1 bench/instr.sh   # keep the callgrind files (callgrind_annotate DIR/cg.CASE.1)
+#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated of idp-proxy built at that git revision
 #
 # Needs valgrind and wrk (Debian: apt-get install valgrind wrk). Each case
 # runs one proxy under callgrind in front of bench/upstream; wrk (1 thread,
@@ -21,6 +22,9 @@
 # (idp-proxy with 50 upstreams chosen by host, the same token as
 # idp-repeated, requests for the 25th host), whose ratio to idp-repeated
 # is the cost of choosing among many apps.
+# idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
+# OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
+# exporting over OTLP/HTTP to bench/otlpsink.
 #
 # Kernel time is not counted: the proxies make the same system calls per
 # request (strace -c: 2 reads and 1 write on each side), which are about
@@ -39,6 +43,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
+	if [ -d "$work/base" ]; then git worktree remove --force "$work/base" >/dev/null 2>&1 || true; fi
 	if [ -n "${INSTR_KEEP:-}" ]; then
 		echo "bench/instr.sh: kept $work" >&2
 	else
@@ -48,9 +53,14 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building into $work" >&2
-for p in bench/upstream bench/provider bench/bareproxy bench/naiveproxy cmd/idp-proxy; do
+for p in bench/upstream bench/provider bench/bareproxy bench/naiveproxy bench/otlpsink cmd/idp-proxy; do
 	go build -o "$work/$(basename "$p")" "./$p"
 done
+
+if [ -n "${INSTR_BASELINE:-}" ]; then
+	git worktree add --detach "$work/base" "$INSTR_BASELINE" >/dev/null
+	(cd "$work/base" && go build -o "$work/idp-proxy-base" ./cmd/idp-proxy)
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 up=$(free_port)
@@ -64,6 +74,13 @@ provider=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/provider.log")
 [ -n "$provider" ] || { echo "bench/instr.sh: the provider did not start:" >&2; cat "$work/provider.log" >&2; exit 1; }
 token=$(head -1 "$work/tokens/valid.txt")
 awk '{print "/api/items " $0}' "$work/tokens/valid.txt" >"$work/distinct.txt"
+
+sink=$(free_port)
+"$work/otlpsink" -listen "127.0.0.1:$sink" >"$work/otlpsink.log" 2>&1 &
+pids+=($!)
+# Read by the traced idp-proxy only (tracing.enabled); the rest ignore them.
+export OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf \
+	OTEL_TRACES_SAMPLER=always_on OTEL_SERVICE_NAME=idp-proxy-bench
 
 idp=$(free_port)
 ops=$(free_port)
@@ -91,6 +108,7 @@ log:
   format: json
   level: warn
 EOF
+{ cat "$work/idp-proxy.yaml"; printf 'tracing:\n  enabled: true\n'; } >"$work/idp-proxy-traced.yaml"
 
 # The same proxy in front of 50 apps chosen by host (all the same
 # upstream here): upstreams instead of upstream.url.
@@ -151,7 +169,9 @@ naive=$(free_port)
 results=(
 	"$(measure bare-proxy "$bare" repeated "$work/bareproxy" -listen "127.0.0.1:$bare" -upstream "http://127.0.0.1:$up")"
 	"$(measure idp-repeated "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy.yaml")"
+	${INSTR_BASELINE:+"$(measure "idp-repeated@$INSTR_BASELINE" "$idp" repeated "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml")"}
 	"$(measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml")"
+	"$(measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml")"
 	"$(measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench")"
 	"$(measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml")"
 )
@@ -161,8 +181,12 @@ results=(
 for r in "${results[@]}"; do
 	[ -n "$r" ] || { echo "bench/instr.sh: a case failed (see above)" >&2; exit 1; }
 done
-base=$(awk '{print $3}' <<<"${results[0]}")
-naiveIR=$(awk '{print $3}' <<<"${results[3]}")
+# ir_of NAME: the instructions per request of case NAME.
+ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
+base=$(ir_of bare-proxy)
+naiveIR=$(ir_of naive-distinct)
+spans=$(curl -s "http://127.0.0.1:$sink/spans")
+[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
 echo "| case | requests | instructions/request | / bare-proxy | / naive-distinct |"
 echo "|---|---|---|---|---|"
 for r in "${results[@]}"; do
@@ -170,6 +194,12 @@ for r in "${results[@]}"; do
 	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="$base" -v nv="$naiveIR" \
 		'BEGIN { printf "| %s | %d | %d | %.3f | %.3f |\n", name, n, ir, ir / b, ir / nv }'
 done
-rep=$(awk '{print $3}' <<<"${results[1]}")
-hosts=$(awk '{print $3}' <<<"${results[4]}")
+rep=$(ir_of idp-repeated)
+hosts=$(ir_of idp-hosts50)
 awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'
+traced=$(ir_of idp-repeated-traced)
+awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
+if [ -n "${INSTR_BASELINE:-}" ]; then
+	bl=$(ir_of "idp-repeated@$INSTR_BASELINE")
+	awk -v r="$rep" -v b="$bl" -v rev="$INSTR_BASELINE" 'BEGIN { printf "idp-repeated / idp-repeated@%s: %.4f\n", rev, r / b }'
+fi
