@@ -96,8 +96,23 @@ func validIssuerName(name string) bool {
 	return true
 }
 
+// IssuerConfigError is a problem of one entry of Config.Issuers: its
+// index, the field concerned (as the configuration file names it:
+// "name", "issuer_url", "audiences", "claims", "algorithms", ...) and the
+// error, which wraps ErrConfig. Config.Validate reports each problem of
+// Config.Issuers as one, so that a configuration file can point at the
+// entry's line.
+type IssuerConfigError struct {
+	Index int
+	Field string
+	Err   error
+}
+
+func (e *IssuerConfigError) Error() string { return e.Err.Error() }
+func (e *IssuerConfigError) Unwrap() error { return e.Err }
+
 // validateIssuers reports the problems of c.IssuerName and c.Issuers
-// (defaults applied) through bad.
+// (defaults applied) through bad, and as *IssuerConfigError in errs.
 func (c Config) validateIssuers(bad func(format string, args ...any), errs *[]error) {
 	if !validIssuerName(c.IssuerName) {
 		bad("issuer_name %q: want 1 to 64 letters, digits, '.', '_' or '-'", c.IssuerName)
@@ -109,55 +124,68 @@ func (c Config) validateIssuers(bad func(format string, args ...any), errs *[]er
 		if t.Name != "" {
 			at += " (" + t.Name + ")"
 		}
-		ibad := func(format string, args ...any) { bad(at+": "+format, args...) }
+		ibad := func(field, format string, args ...any) {
+			*errs = append(*errs, &IssuerConfigError{Index: i, Field: field,
+				Err: fmt.Errorf("%w: "+at+": "+format, append([]any{ErrConfig}, args...)...)})
+		}
 		switch {
 		case t.Name == "":
-			ibad("name is required")
+			ibad("name", "name is required")
 		case !validIssuerName(t.Name):
-			ibad("name %q: want 1 to 64 letters, digits, '.', '_' or '-'", t.Name)
+			ibad("name", "name %q: want 1 to 64 letters, digits, '.', '_' or '-'", t.Name)
 		case names[t.Name] != "":
-			ibad("name %q is already the name of %s", t.Name, names[t.Name])
+			ibad("name", "name %q is already the name of %s", t.Name, names[t.Name])
 		default:
 			names[t.Name] = fmt.Sprintf("issuers[%d]", i)
 		}
 		switch {
 		case t.IssuerURL != "":
 			if t.ServerURL != "" || t.Realm != "" {
-				ibad("issuer_url excludes server_url and realm: set one form")
+				ibad("issuer_url", "issuer_url excludes server_url and realm: set one form")
 			}
 			if err := checkIssuerURL(t.IssuerURL); err != nil {
-				ibad("issuer_url: %v", err)
+				ibad("issuer_url", "issuer_url: %v", err)
 			}
 		case t.ServerURL == "" && t.Realm == "":
-			ibad("issuer_url is required (or server_url and realm, a Keycloak realm)")
+			ibad("issuer_url", "issuer_url is required (or server_url and realm, a Keycloak realm)")
 		default:
-			Config{ServerURL: t.ServerURL, Realm: t.Realm}.checkRealmForm(ibad)
+			Config{ServerURL: t.ServerURL, Realm: t.Realm}.checkRealmForm(func(format string, args ...any) {
+				field := "server_url"
+				if strings.HasPrefix(format, "realm") {
+					field = "realm"
+				}
+				ibad(field, format, args...)
+			})
 		}
 		if t.IssuerURL != "" || t.ServerURL != "" && t.Realm != "" {
 			iss := t.Issuer()
+			field := "issuer_url"
+			if t.IssuerURL == "" {
+				field = "server_url"
+			}
 			if other, dup := urls[iss]; dup {
-				ibad("issuer %q is already trusted as %s: each issuer is listed once", iss, other)
+				ibad(field, "issuer %q is already trusted as %s: each issuer is listed once", iss, other)
 			} else {
 				urls[iss] = fmt.Sprintf("issuers[%d]", i)
 			}
 		}
 		if len(t.Audiences) == 0 {
-			ibad("audiences is required: the aud values (or azp) this issuer's tokens carry for this service")
+			ibad("audiences", "audiences is required: the aud values (or azp) this issuer's tokens carry for this service")
 		}
 		for _, a := range t.Audiences {
 			if strings.TrimSpace(a) == "" {
-				ibad("audiences: an empty audience")
+				ibad("audiences", "audiences: an empty audience")
 			}
 		}
 		if err := t.Claims.Validate(); err != nil {
-			*errs = append(*errs, fmt.Errorf("%s: %w", at, err))
+			*errs = append(*errs, &IssuerConfigError{Index: i, Field: "claims", Err: fmt.Errorf("%s: %w", at, err)})
 		}
-		checkAlgorithms(t.Algorithms, ibad)
+		checkAlgorithms(t.Algorithms, func(format string, args ...any) { ibad("algorithms", format, args...) })
 		if t.JWKSCacheTTL < 0 {
-			ibad("jwks_cache_ttl must be positive, got %s", t.JWKSCacheTTL)
+			ibad("jwks_cache_ttl", "jwks_cache_ttl must be positive, got %s", t.JWKSCacheTTL)
 		}
 		if t.UnknownKIDRefreshInterval < 0 {
-			ibad("unknown-kid refresh interval must be positive, got %s", t.UnknownKIDRefreshInterval)
+			ibad("unknown_kid_refresh_interval", "unknown_kid_refresh_interval must be positive, got %s", t.UnknownKIDRefreshInterval)
 		}
 	}
 }
@@ -288,3 +316,6 @@ func (g issuersGuard) Allow(u *User) bool { return u != nil && contains(g.names,
 
 // String describes the guard, e.g. "issuers(any: default, ci)".
 func (g issuersGuard) String() string { return "issuers(any: " + strings.Join(g.names, ", ") + ")" }
+
+// Clause names the guard in refusals: "issuers" (see NamedGuard).
+func (issuersGuard) Clause() string { return "issuers" }

@@ -36,7 +36,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 		}
 	}
 	errs = append(errs, checkMethods(cfg.Routes, cfg.ExtensionMethods)...)
-	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths)
+	rs, err := compileRules(cfg.Routes, cfg.DefaultPolicy, ic.ExcludedPaths, issuerNames(ic)...)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -118,7 +118,18 @@ func (c *Compiled) Table() string { return c.c.rules.table(c.c.authPrefix) }
 // applied) agrees with c's in every field compile reads.
 func (c *Compiled) sameCompileInputs(p idp.Config) bool {
 	return p.IncludeRoutes == c.ic.IncludeRoutes && p.AuthPrefix == c.ic.AuthPrefix &&
-		slices.Equal(p.ExcludedPaths, c.ic.ExcludedPaths)
+		slices.Equal(p.ExcludedPaths, c.ic.ExcludedPaths) && slices.Equal(issuerNames(p), issuerNames(c.ic))
+}
+
+// issuerNames returns the names of the trusted issuers of ic (defaults
+// applied), the primary first: the names rules may list in issuers.
+func issuerNames(ic idp.Config) []string {
+	names := make([]string, 0, 1+len(ic.Issuers))
+	names = append(names, ic.IssuerName)
+	for _, t := range ic.Issuers {
+		names = append(names, t.Name)
+	}
+	return names
 }
 
 // patternPath returns the path of a ServeMux pattern "[METHOD ][HOST]/PATH".

@@ -113,6 +113,11 @@ type RouteConfig struct {
 	// client's ClientRoles, Scopes, Groups and Claims (across the claim
 	// paths; a path's values are always alternatives).
 	Strategy string `mapstructure:"strategy" yaml:"strategy"`
+	// Issuers are the names of the trusted issuers whose tokens the rule
+	// accepts (idp.issuer_name, "default" unless set, and the names of
+	// idp.issuers); a token of any other is refused with 403. Unknown
+	// names are load errors. [every trusted issuer]
+	Issuers []string `mapstructure:"issuers" yaml:"issuers"`
 }
 
 // HeadersConfig names the identity headers sent upstream. An empty name

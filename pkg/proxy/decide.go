@@ -15,6 +15,15 @@ import (
 
 // verdict is the proxy's judgement of a request. Nothing is written while
 // it is made: ServeHTTP answers it with refuse, Decide reports it.
+// identity returns the verified identity of the request: the one
+// forwarded, or the one a guard refused (403); nil without a valid token.
+func (v *verdict) identity() *idp.Identity {
+	if v.id != nil {
+		return v.id
+	}
+	return v.idp.Identity
+}
+
 type verdict struct {
 	rule *rule
 	dec  decision

@@ -65,7 +65,67 @@ type Metrics struct {
 	reloads      *prometheus.CounterVec
 	lastReload   prometheus.Gauge
 
+	issuerRequests *prometheus.CounterVec
+
 	plugin atomic.Pointer[idp.Plugin] // the key-cache gauges read it
+}
+
+// issuerMetrics are the request counters of one trusted issuer, resolved
+// once (see Proxy.countIssuer).
+type issuerMetrics struct {
+	name       string
+	byDecision [numDecisions]prometheus.Counter
+}
+
+// forIssuers resolves the counters of the named issuers.
+func (m *Metrics) forIssuers(names []string) []issuerMetrics {
+	out := make([]issuerMetrics, len(names))
+	for i, n := range names {
+		out[i].name = n
+		for d := range numDecisions {
+			out[i].byDecision[d] = m.issuerRequests.WithLabelValues(n, d.String())
+		}
+	}
+	return out
+}
+
+// issuerCollector exports the key cache of every trusted issuer, labelled
+// with its name.
+type issuerCollector struct{ m *Metrics }
+
+var (
+	issuerKeysDesc      = prometheus.NewDesc("idp_proxy_issuer_jwks_keys", "Usable verification keys in the cache, by trusted issuer.", []string{"issuer"}, nil)
+	issuerReadyDesc     = prometheus.NewDesc("idp_proxy_issuer_jwks_ready", "1 when the trusted issuer's keys are loaded, else 0.", []string{"issuer"}, nil)
+	issuerRefreshesDesc = prometheus.NewDesc("idp_proxy_issuer_jwks_refreshes_total", "Successful fetches of the trusted issuer's key set.", []string{"issuer"}, nil)
+	issuerFailuresDesc  = prometheus.NewDesc("idp_proxy_issuer_jwks_failures_total", "Failed fetches of the trusted issuer's key set.", []string{"issuer"}, nil)
+	unknownIssuersDesc  = prometheus.NewDesc("idp_proxy_unknown_issuer_tokens_total", "Tokens refused because their iss names no trusted issuer (no key fetched for them).", nil, nil)
+)
+
+func (c issuerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- issuerKeysDesc
+	ch <- issuerReadyDesc
+	ch <- issuerRefreshesDesc
+	ch <- issuerFailuresDesc
+	ch <- unknownIssuersDesc
+}
+
+func (c issuerCollector) Collect(ch chan<- prometheus.Metric) {
+	p := c.m.plugin.Load()
+	if p == nil {
+		return
+	}
+	s := p.Stats()
+	for _, is := range s.Issuers {
+		ready := 0.0
+		if is.Keys.Ready {
+			ready = 1
+		}
+		ch <- prometheus.MustNewConstMetric(issuerKeysDesc, prometheus.GaugeValue, float64(is.Keys.Keys), is.Name)
+		ch <- prometheus.MustNewConstMetric(issuerReadyDesc, prometheus.GaugeValue, ready, is.Name)
+		ch <- prometheus.MustNewConstMetric(issuerRefreshesDesc, prometheus.CounterValue, float64(is.Keys.Refreshes), is.Name)
+		ch <- prometheus.MustNewConstMetric(issuerFailuresDesc, prometheus.CounterValue, float64(is.Keys.Failures), is.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(unknownIssuersDesc, prometheus.CounterValue, float64(s.UnknownIssuers))
 }
 
 var latencyBuckets = []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
@@ -115,6 +175,10 @@ func NewMetrics() *Metrics {
 			Name: "idp_proxy_config_last_reload_success_timestamp_seconds",
 			Help: "Unix time the running configuration was loaded.",
 		}),
+		issuerRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idp_proxy_issuer_requests_total",
+			Help: "Requests that carried a valid token, by the trusted issuer that issued it (idp.issuer_name or idp.issuers[].name) and decision.",
+		}, []string{"issuer", "decision"}),
 	}
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
@@ -135,6 +199,7 @@ func NewMetrics() *Metrics {
 		}
 	}
 	m.reg.MustRegister(m.requests, m.verify, upstream, m.httpRequests, m.duration, m.reloads, m.lastReload,
+		m.issuerRequests, issuerCollector{m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "idp_proxy_jwks_refreshes_total", Help: "Successful fetches of the provider's key set.",
 		}, stat(func(s idp.Stats) float64 { return float64(s.Keys.Refreshes) })),

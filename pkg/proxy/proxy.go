@@ -83,6 +83,7 @@ type Proxy struct {
 	maxBody           int64
 	ts                *tracing.Server // nil: no tracing
 	tracer            trace.Tracer
+	issuers           []issuerMetrics // by the plugin's issuers, the primary first
 
 	rids requestIDs
 }
@@ -111,7 +112,7 @@ func NewCompiled(plugin *idp.Plugin, c *Compiled, o Options) (*Proxy, error) {
 		return nil, errors.New("proxy: NewCompiled needs an *idp.Plugin")
 	}
 	if !c.sameCompileInputs(plugin.Config()) {
-		return nil, errors.New("proxy: NewCompiled: the plugin's include_routes, auth_prefix or excluded_paths differ from those the rules were compiled against")
+		return nil, errors.New("proxy: NewCompiled: the plugin's include_routes, auth_prefix, excluded_paths or issuer names differ from those the rules were compiled against")
 	}
 	if c.used.Swap(true) {
 		return nil, errors.New("proxy: NewCompiled: this Compiled already serves a Proxy: compile again")
@@ -171,6 +172,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	p.badRule.metrics = p.metrics.forRule(p.badRule.label)
 	p.preflightRule.metrics = p.metrics.forRule(p.preflightRule.label)
 	p.verifyRule.metrics = p.metrics.forRule(p.verifyRule.label)
+	p.issuers = p.metrics.forIssuers(plugin.IssuerNames())
 
 	p.rids.init()
 	if p.ts = tracing.NewServer(o.TracerProvider, tracerName, o.TrustedTraceParents); p.ts != nil {
@@ -236,6 +238,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	*sw = statuswriter.Writer{ResponseWriter: w}
 	v := p.serve(sw, r)
 	v.rule.metrics.inc(v.dec)
+	if id := v.identity(); id != nil {
+		p.countIssuer(id.User.IssuerName, v.dec)
+	}
 	d := time.Since(start)
 	status := sw.Status
 	if status == 0 {
@@ -252,15 +257,27 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writerPool.Put(sw)
 }
 
+// countIssuer counts a request with a valid token of the issuer named
+// name. The names are few, and the primary's (first) string is the one
+// every User of that issuer carries, so the search is a comparison or two.
+func (p *Proxy) countIssuer(name string, d decision) {
+	for i := range p.issuers {
+		if p.issuers[i].name == name {
+			p.issuers[i].byDecision[d].Inc()
+			return
+		}
+	}
+}
+
 // writerPool recycles the response recorders of ServeHTTP.
 var writerPool = sync.Pool{New: func() any { return new(statuswriter.Writer) }}
 
 // logAccess writes the access record of a request: never a token, a
 // header value or the query string.
 func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, v verdict, d time.Duration) {
-	user := ""
-	if v.id != nil {
-		user = v.id.User.Sub
+	user, issuer := "", ""
+	if id := v.identity(); id != nil {
+		user, issuer = id.User.Sub, id.User.IssuerName
 	}
 	status := sw.Status
 	if status == 0 {
@@ -276,6 +293,7 @@ func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, 
 		slog.String("rule", v.rule.label),
 		slog.String("decision", v.dec.String()),
 		slog.String("user", user),
+		slog.String("issuer", issuer),
 		slog.String("remote", r.RemoteAddr))
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,7 +58,10 @@ type ruleSet struct {
 // compileRules compiles routes into a ServeMux, once. Conflicting or
 // invalid patterns are errors naming the rules involved. excluded are
 // idp.excluded_paths: exact paths served as public.
-func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string) (*ruleSet, error) {
+//
+// issuers are the names of the trusted issuers (idp.Config.IssuerName and
+// the names of idp.Config.Issuers) that rules may name.
+func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string, issuers ...string) (*ruleSet, error) {
 	rs := &ruleSet{mux: http.NewServeMux(), folded: http.NewServeMux()}
 	if len(excluded) > 0 {
 		rs.exclude = make(map[string]*rule, len(excluded))
@@ -72,7 +76,7 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string)
 	}
 	var errs []error
 	for i, rc := range routes {
-		r, err := compileRule(i, rc)
+		r, err := compileRule(i, rc, issuers)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -154,7 +158,7 @@ func caseFolded(s string) bool {
 	return true
 }
 
-func compileRule(i int, rc RouteConfig) (*rule, error) {
+func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	name := "routes[" + strconv.Itoa(i) + "] " + strconv.Quote(rc.Match)
 	if strings.TrimSpace(rc.Match) == "" {
 		return nil, fmt.Errorf("proxy: routes[%d]: match is required", i)
@@ -178,6 +182,9 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		if hasReq {
 			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes, groups, claims and email_domains", name)
 		}
+		if len(rc.Issuers) > 0 {
+			return nil, keyErrorf(keys(fmt.Sprintf("routes[%d].issuers", i)), "%s: public excludes issuers: a public route takes requests without a token", name)
+		}
 		if rc.Strategy != "" {
 			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
 		}
@@ -198,6 +205,14 @@ func compileRule(i int, rc RouteConfig) (*rule, error) {
 		return nil, fmt.Errorf("proxy: %s: groups: %w", name, err)
 	}
 	var descs []string
+	if len(rc.Issuers) > 0 {
+		if err := checkIssuerNames(i, name, rc.Issuers, issuers); err != nil {
+			return nil, err
+		}
+		g := idp.RequireIssuers(rc.Issuers...)
+		r.guards = append(r.guards, g)
+		descs = append(descs, describe(g))
+	}
 	if len(rc.Roles) > 0 {
 		g := idp.RequireRoles(strategy, rc.Roles...)
 		r.guards = append(r.guards, g)
@@ -272,6 +287,31 @@ func claimsGuard(s idp.MatchStrategy, claims map[string][]any) (idp.Guard, error
 		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "idp: "), "claims: "))
 	}
 	return g, nil
+}
+
+// checkIssuerNames reports a rule's issuers list that names an issuer
+// not configured, or one twice, as a *KeyError of routes[i].issuers with a
+// hint: the names configured, and the closest one.
+func checkIssuerNames(i int, name string, names, known []string) error {
+	key := keys(fmt.Sprintf("routes[%d].issuers", i))
+	for j, n := range names {
+		if slices.Contains(names[:j], n) {
+			return keyErrorf(key, "%s: issuers: %q is listed twice", name, n)
+		}
+		if slices.Contains(known, n) {
+			continue
+		}
+		hint := ""
+		for _, k := range known {
+			if strings.EqualFold(k, n) || strings.Contains(k, n) || strings.Contains(n, k) {
+				hint = fmt.Sprintf(" (did you mean %q?)", k)
+				break
+			}
+		}
+		return keyErrorf(key, "%s: issuers: unknown issuer %q%s; the trusted issuers are %s (idp.issuer_name and the names of idp.issuers)",
+			name, n, hint, strings.Join(known, ", "))
+	}
+	return nil
 }
 
 // neverMatches explains why a rule's pattern can never match a request

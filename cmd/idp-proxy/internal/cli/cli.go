@@ -173,8 +173,16 @@ time: secret files are not read and missing secrets are not errors.`,
 			for _, u := range cfg.Upstreams {
 				upstream += "\n          " + u.Match + " -> " + u.URL
 			}
+			issuer := c.IDP.Issuer()
+			for _, t := range c.IDP.Issuers {
+				// The trusted issuers, the primary (sign-in, sessions) named first.
+				if issuer == c.IDP.Issuer() {
+					issuer = c.IDP.WithDefaults().IssuerName + " " + issuer
+				}
+				issuer += "\n          " + t.Name + " " + t.Issuer()
+			}
 			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s\n\n%s",
-				name, cfg.Listen, metrics, upstream, c.IDP.Issuer(), c.Proxy.Table())
+				name, cfg.Listen, metrics, upstream, issuer, c.Proxy.Table())
 			return err
 		},
 	}

@@ -59,7 +59,7 @@ func Compile(f File, o CompileOptions) (*Compiled, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := f.blameEnvironment(errors.Join(f.explain(errs)...)); err != nil {
+	if err := f.blameEnvironment(f.locate(errors.Join(f.explain(errs)...))); err != nil {
 		return nil, err
 	}
 	return &Compiled{File: f, IDP: ic, Proxy: pc}, nil
@@ -181,6 +181,8 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		Leeway:            idpNone(c.Leeway),
 		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
 		Claims:            c.Claims.mapping(),
+		IssuerName:        c.IssuerName,
+		Issuers:           c.trustedIssuers(),
 	}
 	ic.AllowedRedirectHosts = c.AllowedRedirectHosts
 	if session != "" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
@@ -58,6 +60,10 @@ type File struct {
 	// Load was given none.
 	source string
 	noFile bool
+	// doc and path are the parsed file Load read (nil, "" without one),
+	// for the line numbers of Compile's errors (see locate).
+	doc  *yaml.Node
+	path string
 }
 
 // IDP holds every idp.Config option under its specification name.
@@ -91,6 +97,12 @@ type IDP struct {
 	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
 	// Claims says where the identity is read from a token.
 	Claims Claims `mapstructure:"claims"`
+	// IssuerName names the primary issuer (the one above) in
+	// routes[].issuers, the access log and the metrics. ["default"]
+	IssuerName string `mapstructure:"issuer_name"`
+	// Issuers are further trusted issuers whose bearer tokens are
+	// accepted too. [none]
+	Issuers []Issuer `mapstructure:"issuers"`
 	// AllowedRedirectHosts are the other hosts return_to and rd may name
 	// (idp.Config.AllowedRedirectHosts). [none]
 	AllowedRedirectHosts []string `mapstructure:"allowed_redirect_hosts"`
@@ -167,6 +179,7 @@ func Default() File {
 
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
+			IssuerName:        id.IssuerName,
 		},
 		DefaultPolicy:    pd.DefaultPolicy,
 		ExtensionMethods: []string{},

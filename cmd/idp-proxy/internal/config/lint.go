@@ -79,6 +79,7 @@ var (
 	durationType  = reflect.TypeFor[time.Duration]()
 	routeType     = reflect.TypeFor[proxy.RouteConfig]()
 	stringMapType = reflect.TypeFor[map[string][]string]()
+	issuersType   = reflect.TypeFor[[]Issuer]()
 )
 
 // checkValue checks the value node n of the dotted key against type t.
@@ -119,6 +120,17 @@ func checkValue(path string, n *yaml.Node, t reflect.Type, key string, errs *[]e
 		checkRouteClaims(path, n, key, errs)
 	case t == headerClaimsType:
 		checkHeaderClaims(path, n, key, errs)
+	case t == issuersType:
+		if null {
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			at("%s must be a list", key)
+			return
+		}
+		for i, item := range n.Content {
+			checkMapping(path, item, t.Elem(), fmt.Sprintf("%s[%d].", key, i), errs)
+		}
 	case t == stringMapType:
 		if !null && n.Kind != yaml.MappingNode {
 			at("%s must map client IDs to lists of roles", key)

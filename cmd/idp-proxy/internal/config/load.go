@@ -152,6 +152,7 @@ func Load(path string, o LoadOptions) (File, error) {
 		c.fromEnv = fromEnv
 	}
 	c.source, c.noFile = path, path == ""
+	c.doc, c.path = doc, path
 	// A zero written for a setting whose zero selects the default (listen:
 	// "", server.read_timeout: 0) is the default for every command, as
 	// Compile checks it: serve must not listen on "" (any interface, a
@@ -273,8 +274,8 @@ func knownKeys() []string {
 		for i := 0; i < t.NumField(); i++ {
 			f := t.Field(i)
 			tag := f.Tag.Get("mapstructure")
-			if tag == "" || tag == "routes" {
-				continue
+			if tag == "" || tag == "routes" || f.Type == issuersType {
+				continue // lists of sections (idp.issuers) come from the file only
 			}
 			if f.Type.Kind() == reflect.Struct && f.Type != durationType {
 				walk(f.Type, prefix+tag+".")
