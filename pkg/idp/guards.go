@@ -42,7 +42,7 @@ type Guard interface {
 
 // A NamedGuard names the clause of a rule it checks: "roles",
 // "client_roles:<client ID>", "scopes", "groups", "claims",
-// "email_domains". A refusal reports the name (Verdict.Clause, and the
+// "email_domains", "issuers". A refusal reports the name (Verdict.Clause, and the
 // "clause" member of the 403 problem+json body); it never holds token
 // content. Every guard of this package is one.
 type NamedGuard interface {

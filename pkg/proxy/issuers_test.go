@@ -52,6 +52,9 @@ func TestIssuersPerRule(t *testing.T) {
 			t.Errorf("%s with a token of %s: %d %s, want %d", c.path, map[bool]string{true: "ci", false: "default"}[c.token == ciTok], resp.StatusCode, body, c.want)
 		}
 	}
+	if _, body := do(t, "GET", px.URL+"/deploy/x", companyTok, nil, ""); !strings.Contains(body, `"clause":"issuers"`) {
+		t.Errorf("403 body does not name the issuers clause: %s", body)
+	}
 	if got := up.count(); got != 4 {
 		t.Errorf("upstream reached %d times, want 4", got)
 	}
@@ -66,7 +69,7 @@ func TestIssuersPerRule(t *testing.T) {
 		`idp_proxy_issuer_requests_total{decision="allowed",issuer="ci"} 2`,
 		`idp_proxy_issuer_requests_total{decision="forbidden",issuer="ci"} 1`,
 		`idp_proxy_issuer_requests_total{decision="allowed",issuer="default"} 2`,
-		`idp_proxy_issuer_requests_total{decision="forbidden",issuer="default"} 1`,
+		`idp_proxy_issuer_requests_total{decision="forbidden",issuer="default"} 2`,
 		`idp_proxy_issuer_jwks_ready{issuer="ci"} 1`,
 		`idp_proxy_issuer_jwks_ready{issuer="default"} 1`,
 		`idp_proxy_unknown_issuer_tokens_total 0`,
