@@ -41,7 +41,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	want.IDP.Issuers = []Issuer{}
 	got := c
 	got.Routes = nil
-	got.source = "" // where it was read, for the errors
+	got.source = ""             // where it was read, for the errors
 	got.doc, got.path = nil, "" // the parsed file, for line numbers
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("example differs from the defaults:\n got %+v\nwant %+v", got, want)
@@ -115,7 +115,7 @@ func TestLoadDefaults(t *testing.T) {
 	want := Default()
 	want.Upstream.URL = "http://127.0.0.1:8000"
 	want.IDP.ServerURL, want.IDP.Realm, want.IDP.ClientID = "http://127.0.0.1:8080", "demo", "shortener"
-	c.source = "" // where it was read, for the errors
+	c.source = ""           // where it was read, for the errors
 	c.doc, c.path = nil, "" // the parsed file, for line numbers
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got %+v\nwant %+v", c, want)
