@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,50 @@ func TestIngressSnippets(t *testing.T) {
 	c.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
 	if out, err := c.CombinedOutput(); err != nil {
 		t.Errorf("caddy validate: %v\n%s", err, out)
+	}
+}
+
+// The many-hosts set-up (ingress/many-hosts): its idp-proxy configuration
+// checks, and nginx, Caddy and Traefik use its addresses, the verify path,
+// the identity headers and the central login host. test/interop's
+// TestIngressManyHosts runs nginx and Caddy with these files.
+func TestIngressManyHostsFiles(t *testing.T) {
+	dir := filepath.Join("ingress", "many-hosts")
+	bin := idpProxy(t)
+	cmd := exec.Command(bin, "check-config", "--no-secrets", filepath.Join(dir, "idp-proxy.yaml"))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("idp-proxy check-config of many-hosts/idp-proxy.yaml: %v\n%s", err, out)
+	}
+	var cfg struct {
+		Listen string `yaml:"listen"`
+		IDP    struct {
+			RedirectURI          string   `yaml:"redirect_uri"`
+			AllowedRedirectHosts []string `yaml:"allowed_redirect_hosts"`
+		} `yaml:"idp"`
+		Session struct {
+			CookieDomain string `yaml:"cookie_domain"`
+		} `yaml:"session"`
+		ForwardAuth struct {
+			Listen string `yaml:"listen"`
+		} `yaml:"forward_auth"`
+	}
+	decodeYAML(t, filepath.Join(dir, "idp-proxy.yaml"), &cfg)
+	if cfg.IDP.RedirectURI != "https://login.example.com/auth/callback" || cfg.Session.CookieDomain != "example.com" ||
+		!slices.Equal(cfg.IDP.AllowedRedirectHosts, []string{"*.example.com"}) {
+		t.Errorf("many-hosts/idp-proxy.yaml: callback %q, cookie domain %q, allowed hosts %v", cfg.IDP.RedirectURI, cfg.Session.CookieDomain, cfg.IDP.AllowedRedirectHosts)
+	}
+	for _, f := range []string{"nginx.conf", "Caddyfile", "traefik.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for _, want := range []string{cfg.Listen, cfg.ForwardAuth.Listen, "/auth/verify", "login.example.com", "a.example.com", "b.example.com",
+			"X-Auth-Request-User", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Email", "X-Auth-Request-Roles"} {
+			if !strings.Contains(strings.ToLower(s), strings.ToLower(want)) {
+				t.Errorf("many-hosts/%s does not mention %s", f, want)
+			}
+		}
 	}
 }
