@@ -62,6 +62,14 @@ type HandlerOptions struct {
 	// idp-proxy's X-Auth-Request-Preferred-Username. [nil: the Owner's
 	// value]
 	DisplayName func(*http.Request) string
+	// Country returns the country (ISO 3166-1 alpha-2) of a client
+	// address for the visit statistics (Options.VisitStats), e.g. the
+	// Country method of a visitinfo.GeoIP; the address is used for this
+	// lookup only and never kept. [nil: no countries]
+	Country func(netip.Addr) string
+	// ClientIP returns the client's address for Country. [nil: the
+	// request's RemoteAddr; see ClientIPFromHeader behind a proxy]
+	ClientIP func(*http.Request) netip.Addr
 	// HealthTimeout bounds the store Ping of GET /health. [0: 2s]
 	HealthTimeout time.Duration
 	// TracerProvider records an OpenTelemetry server span per request,
@@ -89,6 +97,8 @@ type Handler struct {
 	logoutURL     string
 	displayName   func(*http.Request) string
 	healthTimeout time.Duration
+	country       func(netip.Addr) string
+	clientIP      func(*http.Request) netip.Addr
 	pageOnce      pageCache
 	ts            *tracing.Server // nil: no tracing
 }
@@ -111,6 +121,11 @@ func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 		logoutURL:     o.LogoutURL,
 		displayName:   o.DisplayName,
 		healthTimeout: o.HealthTimeout,
+		country:       o.Country,
+		clientIP:      o.ClientIP,
+	}
+	if h.clientIP == nil {
+		h.clientIP = RemoteIP
 	}
 	if h.loginURL == "" {
 		h.loginURL = DefaultLoginURL

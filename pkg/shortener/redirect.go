@@ -37,6 +37,9 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if h.svc.visitLog != nil && r.Method != http.MethodHead {
+		h.logVisit(code, r)
+	}
 	// One allocation for both header values; the values are set directly
 	// (not with Header.Set and not with http.Redirect) so that Location is
 	// the stored URL byte for byte.
@@ -79,4 +82,23 @@ func writeGone(w http.ResponseWriter, r *http.Request) {
 func acceptsHTML(accept string) bool {
 	return accept != "" && mediaQuality(accept, "text/html") > 0 &&
 		mediaQuality(accept, "text/html") >= mediaQuality(accept, "application/json")
+}
+
+// logVisit queues the visit for the statistics: the raw User-Agent and
+// Referer values (parsed, and dropped, by the flusher) and the country of
+// the client's address, looked up here so that the address goes no
+// further.
+func (h *Handler) logVisit(code string, r *http.Request) {
+	var country string
+	if h.country != nil {
+		country = h.country(h.clientIP(r))
+	}
+	var ua, ref string
+	if v := r.Header["User-Agent"]; len(v) > 0 {
+		ua = v[0]
+	}
+	if v := r.Header["Referer"]; len(v) > 0 {
+		ref = v[0]
+	}
+	h.svc.visitLog.add(code, ua, ref, country, h.svc.now().Unix())
 }

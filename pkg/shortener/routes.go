@@ -13,7 +13,7 @@ type Route struct {
 	// serves it through HandlerOptions.Authenticate.
 	Identity bool
 	// Name names the route in metrics and logs: shorten, redirect,
-	// health, openapi, page, links, link or qr. Routes of one Pattern
+	// health, openapi, page, links, link, stats or qr. Routes of one Pattern
 	// share it.
 	Name string
 }
@@ -41,6 +41,7 @@ func (h *Handler) table() []route {
 		{Route: Route{Method: get, Pattern: "/links/{code}", Identity: true, Name: "link"}, serve: h.withCaller(h.serveLink), sameOrigin: true},
 		{Route: Route{Method: patch, Pattern: "/links/{code}", Identity: true, Name: "link"}, serve: h.withCaller(h.serveEdit), sameOrigin: true},
 		{Route: Route{Method: del, Pattern: "/links/{code}", Identity: true, Name: "link"}, serve: h.withCaller(h.serveDelete), sameOrigin: true},
+		{Route: Route{Method: get, Pattern: "/links/{code}/stats", Identity: true, Name: "stats"}, serve: h.withCaller(h.serveStats), sameOrigin: true},
 		{Route: Route{Method: get, Pattern: "/links/{code}/qr", Identity: true, Name: "qr"}, serve: h.withCaller(h.serveQR), sameOrigin: true},
 	}
 	if h.page {

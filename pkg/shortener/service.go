@@ -34,6 +34,18 @@ type Options struct {
 	// MaxVisits, counted in memory, are written to the store in one
 	// batch. A crash loses at most the visits of one interval. [1s]
 	VisitFlushInterval time.Duration
+	// VisitStats keeps per-visit statistics (GET /links/{code}/stats):
+	// for each redirect its time, the referrer's host, the device class,
+	// the browser family, the country (with HandlerOptions.Country) and a
+	// bot flag; never the IP address, the User-Agent, cookies or the
+	// query string. Events are queued in memory and written in one batch
+	// per VisitFlushInterval, so a crash loses at most one interval. The
+	// store must implement VisitStatsStore. [false]
+	VisitStats bool
+	// VisitRetention is how long raw visits (hourly statistics) are kept;
+	// their daily aggregates are kept as long as the link.
+	// [DefaultVisitRetention: 30 days]
+	VisitRetention time.Duration
 	// Logger receives store failures and other server-side errors, of the
 	// Service and of its Handler. [discard]
 	Logger *slog.Logger
@@ -73,6 +85,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
+// DefaultVisitRetention is the default of Options.VisitRetention.
+const DefaultVisitRetention = 30 * 24 * time.Hour
+
 // DefaultCacheTTL is the default of Options.CacheTTL.
 const DefaultCacheTTL = 5 * time.Second
 
@@ -90,6 +105,8 @@ type Service struct {
 	now         func() time.Time
 	cache       *linkCache // nil: no cache
 	visits      *visitCounter
+	visitLog    *visitLog // nil: Options.VisitStats off
+	retention   time.Duration
 }
 
 // New returns a Service that keeps its links in store. It returns an error
@@ -158,6 +175,22 @@ func New(store Store, o Options) (*Service, error) {
 		interval = time.Second
 	}
 	s.visits = newVisitCounter(s.store, interval, s.log)
+	if o.VisitStats {
+		_, ok := store.(VisitStatsStore)
+		vs, _ := s.store.(VisitStatsStore) // the store, or timeoutStore forwarding to it
+		if !ok || vs == nil {
+			return nil, errors.New("shortener: visit statistics need a store that keeps them (VisitStatsStore)")
+		}
+		if o.VisitRetention < 0 {
+			return nil, fmt.Errorf("shortener: negative visit retention %v", o.VisitRetention)
+		}
+		retention := o.VisitRetention
+		if retention == 0 {
+			retention = DefaultVisitRetention
+		}
+		s.retention = retention
+		s.visitLog = newVisitLog(vs, interval, retention, s.now, s.log)
+	}
 	return s, nil
 }
 
@@ -166,7 +199,21 @@ func New(store Store, o Options) (*Service, error) {
 // serving afterwards, but later visits of unlimited links are no longer
 // written.
 func (s *Service) Close(ctx context.Context) error {
-	return s.visits.close(ctx)
+	err := s.visits.close(ctx)
+	if s.visitLog != nil {
+		err = errors.Join(err, s.visitLog.close(ctx))
+	}
+	return err
+}
+
+// Flush writes the visit counts and visit events held in memory to the
+// store now, instead of at the next flush interval.
+func (s *Service) Flush(ctx context.Context) error {
+	err := s.visits.flush(ctx)
+	if s.visitLog != nil {
+		err = errors.Join(err, s.visitLog.flush(ctx))
+	}
+	return err
 }
 
 // NewLink is what Create needs to make a link.

@@ -70,3 +70,40 @@ func (s timeoutStore) Edit(ctx context.Context, code, owner string, e LinkEdit) 
 	defer cancel()
 	return ed.Edit(ctx, code, owner, e)
 }
+
+func (s timeoutStore) visitStats() (VisitStatsStore, bool) {
+	vs, ok := s.Store.(VisitStatsStore)
+	return vs, ok
+}
+
+// RecordVisits forwards to the store's VisitStatsStore.
+func (s timeoutStore) RecordVisits(ctx context.Context, events []VisitEvent) error {
+	vs, ok := s.visitStats()
+	if !ok {
+		return ErrNotSupported
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.d)
+	defer cancel()
+	return vs.RecordVisits(ctx, events)
+}
+
+// PruneVisits forwards to the store's VisitStatsStore, with no deadline
+// of its own beyond ctx's: a first prune may have much to drop.
+func (s timeoutStore) PruneVisits(ctx context.Context, before time.Time) error {
+	vs, ok := s.visitStats()
+	if !ok {
+		return ErrNotSupported
+	}
+	return vs.PruneVisits(ctx, before)
+}
+
+// VisitStats forwards to the store's VisitStatsStore.
+func (s timeoutStore) VisitStats(ctx context.Context, code string, q StatsQuery) (VisitStats, error) {
+	vs, ok := s.visitStats()
+	if !ok {
+		return VisitStats{}, ErrNotSupported
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.d)
+	defer cancel()
+	return vs.VisitStats(ctx, code, q)
+}

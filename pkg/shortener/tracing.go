@@ -169,3 +169,40 @@ func storeAnswer(err error) string {
 func traceServer(o HandlerOptions) *tracing.Server {
 	return tracing.NewServer(o.TracerProvider, tracerName, o.TrustedTraceParents)
 }
+
+// RecordVisits forwards to the store's VisitStatsStore.
+func (t tracedStore) RecordVisits(ctx context.Context, events []VisitEvent) error {
+	vs, ok := t.s.(VisitStatsStore)
+	if !ok {
+		return ErrNotSupported
+	}
+	ctx, span := t.start(ctx, "RecordVisits")
+	span.SetAttributes(attribute.Int("shortener.visits", len(events)))
+	err := vs.RecordVisits(ctx, events)
+	end(span, err)
+	return err
+}
+
+// PruneVisits forwards to the store's VisitStatsStore.
+func (t tracedStore) PruneVisits(ctx context.Context, before time.Time) error {
+	vs, ok := t.s.(VisitStatsStore)
+	if !ok {
+		return ErrNotSupported
+	}
+	ctx, span := t.start(ctx, "PruneVisits")
+	err := vs.PruneVisits(ctx, before)
+	end(span, err)
+	return err
+}
+
+// VisitStats forwards to the store's VisitStatsStore.
+func (t tracedStore) VisitStats(ctx context.Context, code string, q StatsQuery) (VisitStats, error) {
+	vs, ok := t.s.(VisitStatsStore)
+	if !ok {
+		return VisitStats{}, ErrNotSupported
+	}
+	ctx, span := t.start(ctx, "VisitStats")
+	st, err := vs.VisitStats(ctx, code, q)
+	end(span, err)
+	return st, err
+}

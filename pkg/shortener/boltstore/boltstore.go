@@ -41,8 +41,9 @@ var (
 
 // schemaVersion is the version of the on-disk layout written by this code:
 // 1 had the links bucket only; 2 added expiry, visit limits, the visits
-// bucket and the owner index.
-const schemaVersion = 2
+// bucket and the owner index; 3 the visit statistics buckets (visitlog,
+// visitdays: see visits.go).
+const schemaVersion = 3
 
 // Options configure Open. Zero values get the defaults in brackets.
 type Options struct {
@@ -124,8 +125,10 @@ func migrate(db *bolt.DB) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.CreateBucketIfNotExists(bucketVisits); err != nil {
-			return err
+		for _, name := range [][]byte{bucketVisits, bucketVisitLog, bucketVisitDays} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
 		}
 		if current == 1 {
 			err := links.ForEach(func(k, v []byte) error {

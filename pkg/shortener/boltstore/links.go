@@ -85,6 +85,9 @@ func (s *Store) Delete(ctx context.Context, code, owner string) error {
 		if err := tx.Bucket(bucketVisits).Delete([]byte(code)); err != nil {
 			return err
 		}
+		if err := deleteVisits(tx, code); err != nil {
+			return err
+		}
 		if l.CreatedBy != "" {
 			return tx.Bucket(bucketOwners).Delete(ownerKey(l.CreatedBy, l.CreatedAt, code))
 		}

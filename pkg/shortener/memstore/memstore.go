@@ -20,6 +20,10 @@ type Store struct {
 	mu     sync.RWMutex
 	links  map[string]shortener.Link
 	closed bool
+	// visits are the raw visit events, days their daily aggregates (At
+	// truncated to the day).
+	visits []shortener.VisitEvent
+	days   map[shortener.VisitEvent]int64
 }
 
 var _ shortener.Store = (*Store)(nil)
@@ -106,6 +110,12 @@ func (s *Store) Delete(_ context.Context, code, owner string) error {
 		return fmt.Errorf("memstore: delete %q: %w", code, shortener.ErrNotFound)
 	}
 	delete(s.links, code)
+	s.visits = slices.DeleteFunc(s.visits, func(e shortener.VisitEvent) bool { return e.Code == code })
+	for k := range s.days {
+		if k.Code == code {
+			delete(s.days, k)
+		}
+	}
 	return nil
 }
 
@@ -188,4 +198,65 @@ func (s *Store) Edit(_ context.Context, code, owner string, e shortener.LinkEdit
 	}
 	s.links[code] = l
 	return l, nil
+}
+
+var _ shortener.VisitStatsStore = (*Store)(nil)
+
+// RecordVisits keeps the events of existing links and adds them to the
+// daily aggregates.
+func (s *Store) RecordVisits(_ context.Context, events []shortener.VisitEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return shortener.ErrClosed
+	}
+	if s.days == nil {
+		s.days = map[shortener.VisitEvent]int64{}
+	}
+	for _, e := range events {
+		if _, ok := s.links[e.Code]; !ok {
+			continue
+		}
+		s.visits = append(s.visits, e)
+		day := e
+		day.At = shortener.BucketStart(e.At, false)
+		s.days[day]++
+	}
+	return nil
+}
+
+// PruneVisits drops the raw visits before t.
+func (s *Store) PruneVisits(_ context.Context, before time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return shortener.ErrClosed
+	}
+	s.visits = slices.DeleteFunc(s.visits, func(e shortener.VisitEvent) bool { return e.At.Before(before) })
+	return nil
+}
+
+// VisitStats answers q by scanning the aggregates or the raw visits.
+func (s *Store) VisitStats(_ context.Context, code string, q shortener.StatsQuery) (shortener.VisitStats, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return shortener.VisitStats{}, shortener.ErrClosed
+	}
+	acc := shortener.NewStatsAccumulator(q)
+	in := func(t time.Time) bool { return !t.Before(q.From) && t.Before(q.To) }
+	if q.ByHour {
+		for _, e := range s.visits {
+			if e.Code == code && in(e.At) {
+				acc.Add(e, 1)
+			}
+		}
+	} else {
+		for k, n := range s.days {
+			if k.Code == code && in(k.At) {
+				acc.Add(k, n)
+			}
+		}
+	}
+	return acc.Result(), nil
 }

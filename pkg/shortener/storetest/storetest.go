@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"Edit", testEdit},
 		{"EditOverLimit", testEditOverLimit},
 		{"ConcurrentEditAndVisits", testConcurrentEditAndVisits},
+		{"VisitStats", testVisitStats},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

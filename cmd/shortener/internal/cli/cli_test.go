@@ -48,7 +48,8 @@ func TestDefaults(t *testing.T) {
 		CacheSize: 100_000, CacheTTL: 5 * time.Second, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
 		UsernameHeader:     "X-Auth-Request-Preferred-Username",
-		VisitFlushInterval: time.Second, IDPTokenLocation: "header", IDPCookieName: "access_token"}
+		VisitFlushInterval: time.Second, VisitStats: true, VisitRetentionDays: 30,
+		IDPTokenLocation: "header", IDPCookieName: "access_token"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("defaults = %+v, want %+v", cfg, want)
 	}
@@ -97,6 +98,11 @@ func TestBadConfig(t *testing.T) {
 		{args: []string{"--idp-token-location", "cookie"}}, // needs --idp-server-url
 		{args: []string{"--trust-identity-headers", "--roles-header", ""}},
 		{env: [2]string{"SHORTENER_CUSTOM_CODES", "maybe"}},
+		{args: []string{"--visit-retention-days", "0"}},
+		{env: [2]string{"SHORTENER_VISIT_RETENTION_DAYS", "a month"}},
+		{args: []string{"--visit-stats=false", "--geoip-file", "countries.mmdb"}},
+		{args: []string{"--client-ip-header", "X Bad"}},
+		{env: [2]string{"SHORTENER_VISIT_STATS", "sometimes"}},
 	}
 	for _, tc := range tests {
 		if tc.env[0] != "" {

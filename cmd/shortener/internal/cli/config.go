@@ -40,6 +40,10 @@ type config struct {
 	AdminRoles         []string      // roles that may read and delete every link
 	RolesHeader        string        // header of the caller's roles, with TrustIdentity
 	VisitFlushInterval time.Duration // how often visit counts are written
+	VisitStats         bool          // keep per-visit statistics
+	VisitRetentionDays int           // days raw visits are kept
+	GeoIPFile          string        // MaxMind-format country database; "" = no countries
+	ClientIPHeader     string        // header with the client's address (last entry); "" = the peer address
 
 	// Tracing exports OpenTelemetry spans as the OTEL_* variables say;
 	// TraceParentFrom are the callers whose traceparent is continued.
@@ -101,6 +105,21 @@ func loadConfig(v *viper.Viper) (config, error) {
 		UsernameHeader: v.GetString("username-header"),
 		AdminRoles:     splitList(v.GetStringSlice("admin-roles")),
 		RolesHeader:    v.GetString("roles-header"),
+		VisitStats:     getBool("visit-stats"),
+		GeoIPFile:      v.GetString("geoip-file"),
+		ClientIPHeader: v.GetString("client-ip-header"),
+	}
+	rd := v.GetString("visit-retention-days")
+	if n, err := strconv.Atoi(rd); err != nil || n < 1 || n > 3660 {
+		errs = append(errs, fmt.Errorf("shortener: visit-retention-days: %q is not a number of days from 1 to 3660", rd))
+	} else {
+		cfg.VisitRetentionDays = n
+	}
+	if strings.ContainsAny(cfg.ClientIPHeader, " :\t\r\n") {
+		errs = append(errs, fmt.Errorf("shortener: client-ip-header %q is not a header name", cfg.ClientIPHeader))
+	}
+	if cfg.GeoIPFile != "" && !cfg.VisitStats {
+		errs = append(errs, errors.New("shortener: --geoip-file needs --visit-stats"))
 	}
 	fi := v.GetString("visit-flush-interval")
 	if d, err := time.ParseDuration(fi); err != nil || d <= 0 {

@@ -4,25 +4,28 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/idpauth"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/visitinfo"
 )
 
 // newHandlers returns the API handler (with /metrics unless metrics have
 // their own listener or are off) and the metrics handler; see newAPI.
 func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (api, metricsHandler http.Handler, err error) {
-	_, api, metricsHandler, err = newAPI(cfg, store, plugin, log)
+	_, api, metricsHandler, err = newAPI(cfg, store, plugin, nil, log)
 	return api, metricsHandler, err
 }
 
 // newAPI returns the Service (for the caller to Close), the API handler
 // and the metrics handler. With a plugin, creating (POST /shorten, POST
 // /links) needs a valid access token with one of cfg.IDPCreateRoles (when
-// set), and the other /links routes any valid token.
-func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
+// set), and the other /links routes any valid token. With geo, the visit
+// statistics record the country of the client's address.
+func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinfo.GeoIP, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
 	var hopts shortener.HandlerOptions
 	if plugin != nil {
 		hopts = idpauth.HandlerOptions(plugin, cfg.IDPCreateRoles...)
@@ -36,10 +39,17 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, log *slog.Log
 	}
 	hopts.Page, hopts.LoginURL, hopts.LogoutURL, hopts.AdminRoles = cfg.Page, cfg.LoginURL, cfg.LogoutURL, cfg.AdminRoles
 	hopts.TracerProvider, hopts.TrustedTraceParents = cfg.tracerProvider, cfg.TraceParentFrom
+	if geo != nil {
+		hopts.Country = geo.Country
+	}
+	if cfg.ClientIPHeader != "" {
+		hopts.ClientIP = shortener.ClientIPFromHeader(cfg.ClientIPHeader)
+	}
 	svc, err = shortener.New(store, shortener.Options{
 		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
 		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
 		StoreTimeout: cfg.StoreTimeout, TracerProvider: cfg.tracerProvider,
+		VisitStats: cfg.VisitStats, VisitRetention: time.Duration(cfg.VisitRetentionDays) * 24 * time.Hour,
 	})
 	if err != nil {
 		return nil, nil, nil, err

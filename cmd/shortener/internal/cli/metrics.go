@@ -26,7 +26,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_http_requests_total",
-			Help: "HTTP requests by route (shorten, redirect, health, metrics, openapi, page, links, link, qr) and status code.",
+			Help: "HTTP requests by route (shorten, redirect, health, metrics, openapi, page, links, link, stats, qr) and status code.",
 		}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "shortener_http_request_duration_seconds",

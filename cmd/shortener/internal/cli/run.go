@@ -16,6 +16,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/server"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/visitinfo"
 )
 
 // newLogger builds the process logger on w.
@@ -135,7 +136,18 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 		defer plugin.Close()
 		log.Info("verifying access tokens in-process", "issuer", plugin.Issuer(), "create_roles", cfg.IDPCreateRoles)
 	}
-	svc, api, metricsHandler, err := newAPI(cfg, store, plugin, log)
+	var geo *visitinfo.GeoIP
+	if cfg.GeoIPFile != "" && cfg.VisitStats {
+		if geo, err = visitinfo.OpenGeoIP(cfg.GeoIPFile); err != nil {
+			for _, l := range listeners {
+				_ = l.Listener.Close()
+			}
+			return fmt.Errorf("shortener: --geoip-file: %w", err)
+		}
+		defer geo.Close()
+		log.Info("visit statistics record countries", "geoip_file", cfg.GeoIPFile)
+	}
+	svc, api, metricsHandler, err := newAPI(cfg, store, plugin, geo, log)
 	if err != nil {
 		for _, l := range listeners {
 			_ = l.Listener.Close()
