@@ -132,3 +132,37 @@ func jsonGrammar(s string) bool {
 	end, err := scanNumber([]byte(s), 0)
 	return err == nil && end == len(s)
 }
+
+// FuzzFindMember checks the one-pass member look-up against EachMember:
+// the same value, absence, duplicate and malformed verdicts.
+func FuzzFindMember(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `{"\u0061":1}`, `{}`, ` { "b" : [1,{"a":2}] , "a" : "x" } `, `{"a":1,}`, `{"a" 1}`, `[1]`, `{"a":1} x`} {
+		f.Add(s, "a")
+	}
+	f.Fuzz(func(t *testing.T, b, name string) {
+		got, err := findMember([]byte(b), name)
+		var want []byte
+		twice := false
+		refErr := EachMember(nil, []byte(b), func(n string, v []byte) error {
+			if n == name {
+				if want != nil {
+					twice = true
+				}
+				want = v
+			}
+			return nil
+		})
+		switch {
+		case refErr != nil:
+			if err == nil {
+				t.Fatalf("findMember(%q, %q) = %q, EachMember: %v", b, name, got, refErr)
+			}
+		case twice:
+			if err != errTwice {
+				t.Fatalf("findMember(%q, %q) = %q, %v; want errTwice", b, name, got, err)
+			}
+		case err != nil || string(got) != string(want) || (got == nil) != (want == nil):
+			t.Fatalf("findMember(%q, %q) = %q, %v; want %q", b, name, got, err, want)
+		}
+	})
+}

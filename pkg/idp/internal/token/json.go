@@ -18,6 +18,9 @@ import (
 
 var errJSON = errors.New("malformed JSON")
 
+// errTwice is findMember's error for a member name given twice.
+var errTwice = errors.New("a name twice")
+
 // maxJSONDepth bounds nesting in a token; real claims nest two levels.
 const maxJSONDepth = 32
 
@@ -351,4 +354,71 @@ func jsonNumber(v []byte) (f float64, ok bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// findMember returns the raw value of the member name of the JSON object
+// b (the whole of b, surrounding space allowed), nil when absent, in one
+// pass that allocates nothing for names without escapes; a name given
+// twice is errTwice.
+func findMember(b []byte, name string) ([]byte, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, errJSON
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		if skipSpace(b, i+1) != len(b) {
+			return nil, errJSON
+		}
+		return nil, nil
+	}
+	var found []byte
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, errJSON
+		}
+		nameEnd, escaped, err := scanString(b, i)
+		if err != nil {
+			return nil, err
+		}
+		match := false
+		if !escaped {
+			match = string(b[i+1:nameEnd-1]) == name
+		} else {
+			n, err := stringValue(nil, b[i:nameEnd], true)
+			if err != nil {
+				return nil, err
+			}
+			match = n == name
+		}
+		i = skipSpace(b, nameEnd)
+		if i >= len(b) || b[i] != ':' {
+			return nil, errJSON
+		}
+		i = skipSpace(b, i+1)
+		valEnd, err := scanValue(b, i, 1)
+		if err != nil {
+			return nil, err
+		}
+		if match {
+			if found != nil {
+				return nil, errTwice
+			}
+			found = b[i:valEnd]
+		}
+		i = skipSpace(b, valEnd)
+		if i >= len(b) {
+			return nil, errJSON
+		}
+		if b[i] == '}' {
+			if skipSpace(b, i+1) != len(b) {
+				return nil, errJSON
+			}
+			return found, nil
+		}
+		if b[i] != ',' {
+			return nil, errJSON
+		}
+		i = skipSpace(b, i+1)
+	}
 }

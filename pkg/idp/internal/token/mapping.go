@@ -174,17 +174,10 @@ func lookup(v []byte, p Path) ([]byte, error) {
 		if v[0] != '{' {
 			return nil, Invalid("claim "+p.Text+": not an object on the way", nil)
 		}
-		var found []byte
-		err := EachMember(nil, v, func(n string, val []byte) error {
-			if n != name {
-				return nil
-			}
-			if found != nil {
-				return Invalid("claim "+p.Text+": a name twice", nil)
-			}
-			found = val
-			return nil
-		})
+		found, err := findMember(v, name)
+		if errors.Is(err, errTwice) {
+			return nil, Invalid("claim "+p.Text+": a name twice", nil)
+		}
 		if err != nil {
 			return nil, err
 		}
