@@ -39,6 +39,10 @@ type echo struct {
 	TokenFP       string `json:"token_fp"`  // SHA-256 prefix of the forwarded access token: never the token
 	TokenExp      int64  `json:"token_exp"` // its exp claim
 	SessionCookie bool   `json:"session_cookie"`
+	// The claim headers of TestProxyClaimRules: every copy received,
+	// so that a client-sent one that got through shows.
+	Tenant []string `json:"tenant,omitempty"`
+	Groups []string `json:"groups,omitempty"`
 }
 
 // echoUpstream is the web app behind idp-proxy: every GET answers an HTML
@@ -73,6 +77,8 @@ func (u *echoUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		User:     r.Header.Get("X-Auth-Request-User"),
 		Username: r.Header.Get("X-Auth-Request-Preferred-Username"),
 		Roles:    r.Header.Get("X-Auth-Request-Roles"),
+		Tenant:   r.Header.Values("X-Auth-Request-Tenant"),
+		Groups:   r.Header.Values("X-Auth-Request-Groups"),
 	}
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && tok != "" {
 		sum := sha256.Sum256([]byte(tok))
