@@ -1,7 +1,9 @@
 package config
 
 import (
+	"maps"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -31,6 +33,14 @@ func effective(v reflect.Value, key string) any {
 		for i := range t.NumField() {
 			tag := t.Field(i).Tag.Get("mapstructure")
 			if tag == "" || tag == "-" {
+				continue
+			}
+			if strings.Contains(tag, ",squash") {
+				// An embedded section whose keys are the parent's
+				// (upstreams[].url, upstreams[].timeout, ...).
+				if inner, ok := effective(v.Field(i), key).(map[string]any); ok {
+					maps.Copy(out, inner)
+				}
 				continue
 			}
 			k := tag

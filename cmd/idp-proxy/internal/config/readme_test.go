@@ -48,3 +48,39 @@ func TestReadmeProviderSnippets(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeManyAppsSnippet loads and compiles the configuration of the
+// README's "Many apps behind one sign-in" section (its secrets come from
+// the environment in a real deployment: not checked here).
+func TestReadmeManyAppsSnippet(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Many apps behind one sign-in\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Many apps behind one sign-in" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	blocks := yamlBlock.FindAllStringSubmatch(section, -1)
+	if len(blocks) != 1 {
+		t.Fatalf("the section has %d YAML blocks, want 1", len(blocks))
+	}
+	path := filepath.Join(t.TempDir(), "many-apps.yaml")
+	if err := os.WriteFile(path, []byte(blocks[0][1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(f, CompileOptions{NoSecrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Upstreams) != 4 || c.IDP.Session == nil || c.IDP.Session.CookieDomain != "example.com" {
+		t.Errorf("upstreams %d, session %+v", len(f.Upstreams), c.IDP.Session)
+	}
+}
