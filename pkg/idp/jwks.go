@@ -201,6 +201,7 @@ type keySet struct {
 
 	refreshes, failures, skips atomic.Uint64
 	waitExpired                atomic.Uint64 // requests that gave up waiting for an unknown-kid fetch
+	unreachable                atomic.Bool   // the last fetch failed
 	lastRefresh                atomic.Int64  // unix nanos
 }
 
@@ -280,6 +281,11 @@ func (k *keySet) unknownKID(ctx context.Context, kid string) (verifyKey, bool, e
 			k.scheduleLocked(k.interval - since)
 			k.mu.Unlock()
 			k.skips.Add(1)
+			if k.unreachable.Load() {
+				// The provider did not answer the last fetch: the kid
+				// may be a new key nobody could fetch yet.
+				return verifyKey{}, false, errKeysUnreachable
+			}
 			return verifyKey{}, false, nil
 		}
 		k.lastUnknown = now
@@ -309,15 +315,21 @@ func (k *keySet) unknownKID(ctx context.Context, kid string) (verifyKey, bool, e
 			return vk, true, nil
 		}
 	}
-	if f.err == nil {
-		k.markAbsent(kid, time.Now())
+	if f.err != nil {
+		return verifyKey{}, false, errKeysUnreachable
 	}
+	k.markAbsent(kid, time.Now())
 	return verifyKey{}, false, nil
 }
 
 // errKeyWait: a token's kid is not among the cached keys and the key set
 // fetched for it did not arrive within Config.UnknownKIDWait.
 var errKeyWait = fmt.Errorf("%w: the identity provider did not send its keys in time", ErrUnavailable)
+
+// errKeysUnreachable: a token's kid is not among the cached keys and the
+// provider did not answer the fetch for it (or the last one), so whether it
+// names a new key cannot be told.
+var errKeysUnreachable = fmt.Errorf("%w: the identity provider's keys could not be fetched", ErrUnavailable)
 
 // scheduleLocked arranges one unknown-kid fetch after d, unless one is
 // already scheduled.
@@ -386,9 +398,11 @@ func (k *keySet) fetch() error {
 	if err != nil {
 		trace.SpanFromContext(ctx).SetStatus(codes.Error, "key set fetch failed")
 		k.failures.Add(1)
+		k.unreachable.Store(true)
 		k.log.Warn("idp: key set refresh failed", "error", err)
 		return err
 	}
+	k.unreachable.Store(false)
 	k.refreshes.Add(1)
 	k.lastRefresh.Store(time.Now().UnixNano())
 	return nil

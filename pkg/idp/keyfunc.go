@@ -148,6 +148,8 @@ func (is *issuer) selectKey(ctx context.Context, snap *keySnapshot, t *token.JWS
 	switch {
 	case errors.Is(err, errKeyWait):
 		return nil, snap, errKeyWait
+	case errors.Is(err, errKeysUnreachable):
+		return nil, snap, errKeysUnreachable
 	case errors.Is(err, ErrUnavailable):
 		return nil, snap, ErrUnavailable
 	case errors.Is(err, jwkset.ErrKeyNotFound):

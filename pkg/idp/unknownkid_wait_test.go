@@ -67,3 +67,30 @@ func TestUnknownKIDWaitBoundedWhileProviderHangs(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// While the provider is down after start, cached keys keep verifying, and
+// a token with an unknown kid (perhaps a new key nobody could fetch) is a
+// 503 naming the provider's keys, not a 401 that calls the token bad, also
+// when the refetch budget is spent; once the provider answers it verifies.
+func TestUnknownKIDWhileProviderDownIs503(t *testing.T) {
+	srv := idptest.NewServer(t)
+	p := newPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = time.Hour })
+	srv.SetDown(true)
+	srv.RotateKey()
+	fresh := srv.Mint(map[string]any{"aud": clientID})
+	for i := range 2 { // the first fetches and fails; the second finds the budget spent
+		_, err := p.Verify(context.Background(), fresh)
+		v := idp.VerdictOf(err)
+		if !errors.Is(err, idp.ErrUnavailable) || v.Status() != http.StatusServiceUnavailable ||
+			!strings.Contains(v.Detail(), "keys could not be fetched") {
+			t.Fatalf("attempt %d: unknown kid while the provider is down: %v (%d %q), want 503", i, err, v.Status(), v.Detail())
+		}
+	}
+	srv.SetDown(false)
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Verify(context.Background(), fresh); err != nil {
+		t.Fatalf("the new key after the provider came back: %v", err)
+	}
+}

@@ -130,6 +130,9 @@ func (v Verdict) Detail() string {
 		if errors.Is(v.Err, errKeyWait) {
 			return "the identity provider did not send its keys in time"
 		}
+		if errors.Is(v.Err, errKeysUnreachable) {
+			return "the identity provider's keys could not be fetched to check this token's signing key"
+		}
 		return "the identity provider's keys are not available yet"
 	}
 	return ""
