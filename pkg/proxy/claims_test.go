@@ -2,6 +2,9 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,7 +75,8 @@ func TestClaimRulesAndClaimHeaders(t *testing.T) {
 		{Match: "/staff/", EmailDomains: []string{"corp.example.com"}},
 	}
 	cfg.Headers.Claims = map[string]string{"X-Auth-Request-Tenant": "tid", "X-Auth-Request-Groups": "groups"}
-	p, px := startProxy(t, cfg, Options{}, true)
+	var logBuf syncBuffer
+	p, px := startProxy(t, cfg, Options{AccessLog: slog.New(slog.NewJSONHandler(&logBuf, nil))}, true)
 	mint := func(extra map[string]any) string {
 		c := idpSrv.UserClaims("shortener", "alice")
 		for k, v := range extra {
@@ -114,6 +118,19 @@ func TestClaimRulesAndClaimHeaders(t *testing.T) {
 				t.Errorf("Decide = %+v, %v; want status %d, clause %q", d, err, tc.status, tc.clause)
 			}
 		})
+	}
+	// The access log names the clause of a refusal, and only then.
+	var clauses []string
+	for _, line := range strings.Split(strings.TrimSpace(logBuf.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := rec["clause"].(string)
+		clauses = append(clauses, c)
+	}
+	if want := []string{"", "claims:mfa", "", "claims", "", "email_domains"}; !slices.Equal(clauses, want) {
+		t.Errorf("access log clauses %q, want %q", clauses, want)
 	}
 	resp, body := do(t, "GET", px.URL+"/tenant/x", good, map[string]string{
 		"X-Auth-Request-Tenant": "spoofed", "X_Auth_Request_Tenant": "spoofed", "x-auth-request-groups": "admins",

@@ -273,7 +273,8 @@ func (p *Proxy) countIssuer(name string, d decision) {
 var writerPool = sync.Pool{New: func() any { return new(statuswriter.Writer) }}
 
 // logAccess writes the access record of a request: never a token, a
-// header value or the query string.
+// header value or the query string. A refusal by a rule's clause names it
+// ("clause": "claims:tid").
 func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, v verdict, d time.Duration) {
 	user, issuer := "", ""
 	if id := v.identity(); id != nil {
@@ -282,6 +283,10 @@ func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, 
 	status := sw.Status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	var clause slog.Attr // empty: left out by the handlers
+	if v.idp.Clause != "" {
+		clause = slog.String("clause", v.idp.Clause) // the rule's wording, never token content
 	}
 	p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
 		slog.String("request_id", rid),
@@ -292,6 +297,7 @@ func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, 
 		slog.Duration("duration", d),
 		slog.String("rule", v.rule.label),
 		slog.String("decision", v.dec.String()),
+		clause,
 		slog.String("user", user),
 		slog.String("issuer", issuer),
 		slog.String("remote", r.RemoteAddr))
