@@ -208,3 +208,41 @@ func httptestServer(t *testing.T, h http.Handler) string {
 	t.Cleanup(func() { _ = srv.Close() })
 	return "http://" + l.Addr().String()
 }
+
+// FuzzUpstreamPick: whatever the pattern and the request, compiling never
+// panics, and an upstream is chosen only for a request whose host (port
+// and case aside, as serve canonicalises it) is the one its pattern names.
+func FuzzUpstreamPick(f *testing.F) {
+	for _, s := range [][2]string{
+		{"a.test/", "a.test"}, {"a.test/v2/", "a.test:8080"}, {"A.test/", "a.test"}, {"a.test./", "a.test."},
+		{"/", "evil.test"}, {"a.test/{x}/", "a.test"}, {"[::1]/", "[::1]:80"}, {"a.test/x/../y/", "a.test"},
+		{"a.test/", "a.test.evil.test"}, {"a.test/", "evil.test:a.test"},
+	} {
+		f.Add(s[0], s[1], "/v2/x")
+	}
+	f.Fuzz(func(t *testing.T, pattern, host, path string) {
+		cfg := DefaultConfig()
+		cfg.Upstreams = []UpstreamRoute{{Match: pattern, UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}
+		s, err := compileUpstreams(cfg.withDefaults())
+		if err != nil {
+			return
+		}
+		r, err := http.NewRequest(http.MethodGet, "http://x"+path, nil)
+		if err != nil || !strings.HasPrefix(path, "/") {
+			return
+		}
+		r.Host = canonicalHost(host)
+		up := s.pick(r)
+		if up == nil {
+			return
+		}
+		name, _, _ := strings.Cut(pattern, "/")
+		h := r.Host
+		if i := strings.LastIndexByte(h, ':'); i >= 0 && i > strings.LastIndexByte(h, ']') {
+			h = h[:i]
+		}
+		if h != name {
+			t.Fatalf("pattern %q chose an upstream for host %q (request host %q)", pattern, host, r.Host)
+		}
+	})
+}
