@@ -52,7 +52,9 @@ func markHijacked(c net.Conn, s http.ConnState) {
 }
 
 func (c *problemConn) Write(b []byte) (int, error) {
-	if len(b) < 64 || b[0] != 'H' || c.hijacked.Load() {
+	// "HTTP/1.1 4" or "HTTP/1.1 5": anything else (every answer that
+	// succeeded) passes after two byte compares.
+	if len(b) < 64 || b[0] != 'H' || b[9] != '4' && b[9] != '5' || c.hijacked.Load() {
 		return c.Conn.Write(b)
 	}
 	out, ok := rewriteRawError(b)
