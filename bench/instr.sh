@@ -21,7 +21,11 @@
 # 500, so that nearly every request verifies a signature; idp-hosts50
 # (idp-proxy with 50 upstreams chosen by host, the same token as
 # idp-repeated, requests for the 25th host), whose ratio to idp-repeated
-# is the cost of choosing among many apps.
+# is the cost of choosing among many apps; idp-issuers3 (idp-proxy trusting
+# three issuers, idp.issuers naming two more bench/provider realms, with a
+# claims rule on the route and two claim headers; the same token as
+# idp-repeated), whose ratio to idp-repeated is the cost of several
+# issuers and of rules and headers on any claim.
 # idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
 # OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
 # exporting over OTLP/HTTP to bench/otlpsink.
@@ -73,6 +77,19 @@ for _ in $(seq 120); do grep -q '"url"' "$work/provider.log" 2>/dev/null && brea
 provider=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/provider.log")
 [ -n "$provider" ] || { echo "bench/instr.sh: the provider did not start:" >&2; cat "$work/provider.log" >&2; exit 1; }
 token=$(head -1 "$work/tokens/valid.txt")
+# Two more issuers for idp-issuers3: realms of their own, one token each.
+others=()
+for r in ci partner; do
+	mkdir "$work/tokens-$r"
+	"$work/provider" -realm "$r" -n 1 -invalid 0 -out "$work/tokens-$r" >"$work/provider-$r.log" 2>&1 &
+	pids+=($!)
+done
+for r in ci partner; do
+	for _ in $(seq 120); do grep -q '"url"' "$work/provider-$r.log" 2>/dev/null && break; sleep 0.5; done
+	iss=$(sed -n 's/.*"issuer":"\([^"]*\)".*/\1/p' "$work/provider-$r.log")
+	[ -n "$iss" ] || { echo "bench/instr.sh: the provider of realm $r did not start:" >&2; cat "$work/provider-$r.log" >&2; exit 1; }
+	others+=("$iss")
+done
 awk '{print "/api/items " $0}' "$work/tokens/valid.txt" >"$work/distinct.txt"
 
 sink=$(free_port)
@@ -120,6 +137,17 @@ awk -v up="http://127.0.0.1:$up" '
 	{ skip = 0; print }
 ' "$work/idp-proxy.yaml" >"$work/idp-proxy-hosts50.yaml"
 host50=h25.bench.test
+
+# The same proxy trusting three issuers, with a claims rule and two claim
+# headers.
+awk -v ci="${others[0]}" -v partner="${others[1]}" '
+	/^  verified_cache_size:/ { print; print "  issuers:";
+		print "    - {name: ci, issuer_url: \"" ci "\", audiences: [bench], claims: {preset: generic}}";
+		print "    - {name: partner, issuer_url: \"" partner "\", audiences: [bench]}"; next }
+	/^    roles: \[bench-user\]/ { print; print "    claims: {azp: [bench]}"; next }
+	/^default_policy:/ { print "headers:"; print "  claims: {X-Auth-Request-Acr: acr, X-Auth-Request-Sid: sid}"; print; next }
+	{ print }
+' "$work/idp-proxy.yaml" >"$work/idp-proxy-issuers3.yaml"
 
 # measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct" or
 # "host" (repeated, with Host: $host50).
@@ -174,6 +202,7 @@ results=(
 	"$(measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml")"
 	"$(measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench")"
 	"$(measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml")"
+	"$(measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml")"
 )
 
 # measure runs in a command substitution: its exit ends only that
@@ -197,6 +226,8 @@ done
 rep=$(ir_of idp-repeated)
 hosts=$(ir_of idp-hosts50)
 awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'
+issuers3=$(ir_of idp-issuers3)
+awk -v i="$issuers3" -v r="$rep" 'BEGIN { printf "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)\n", i / r }'
 traced=$(ir_of idp-repeated-traced)
 awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
 if [ -n "${INSTR_BASELINE:-}" ]; then
