@@ -20,6 +20,9 @@ const (
 	AttrOutcome = attribute.Key("idp.outcome") // the Outcome's name
 	AttrSession = attribute.Key("idp.session") // the token came from a browser session
 	AttrClause  = attribute.Key("idp.clause")  // Verdict.Clause: the rule's clause that refused
+	// AttrIssuerName is the name of the trusted issuer of the token
+	// (User.IssuerName), when it was valid.
+	AttrIssuerName = attribute.Key("idp.issuer.name")
 )
 
 // startSpan starts a span of the plugin's tracer; without one it returns
@@ -58,6 +61,9 @@ func SetVerdictAttributes(span trace.Span, v Verdict) {
 	span.SetAttributes(AttrOutcome.String(v.Outcome.String()), AttrCache.String(cache), AttrSession.Bool(v.Session))
 	if v.Clause != "" {
 		span.SetAttributes(AttrClause.String(v.Clause)) // the rule's wording, never token content
+	}
+	if v.Identity != nil {
+		span.SetAttributes(AttrIssuerName.String(v.Identity.User.IssuerName)) // a configured name
 	}
 	if v.Outcome == Unavailable {
 		span.SetStatus(codes.Error, v.Outcome.String())

@@ -35,6 +35,9 @@ type verdict struct {
 }
 
 type userJSON struct {
+	// IssuerName names the trusted issuer of the token (idp.issuer_name
+	// or an idp.issuers entry's name).
+	IssuerName        string              `json:"issuer_name"`
 	Sub               string              `json:"sub"`
 	PreferredUsername string              `json:"preferred_username,omitempty"`
 	Email             string              `json:"email,omitempty"`
@@ -185,6 +188,7 @@ func readToken(args []string, stdin io.Reader) (string, error) {
 // mapping reads it.
 func userOf(id *idp.Identity) userJSON {
 	u := userJSON{
+		IssuerName:        id.User.IssuerName,
 		Sub:               id.User.Sub,
 		PreferredUsername: id.User.PreferredUsername,
 		Email:             id.User.Email,
