@@ -339,6 +339,8 @@ func (c Config) validate() error {
 		}
 		if len(c.SessionSecret) < 32 {
 			bad("a session secret of at least 32 bytes is required when include_routes is true")
+		} else if m := PlaceholderSecret(c.SessionSecret); m != "" {
+			bad("the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}
 	if _, err := compileRedirectHosts(c.AllowedRedirectHosts); err != nil {

@@ -128,3 +128,32 @@ func TestConfigValidateExported(t *testing.T) {
 		t.Fatalf("Validate = %v", err)
 	}
 }
+
+// A session secret copied from an example (a placeholder) is refused
+// whatever its length: anyone who read the example could forge cookies.
+func TestPlaceholderSessionSecretRefused(t *testing.T) {
+	base := idp.Config{ServerURL: "http://127.0.0.1:1", Realm: "demo", ClientID: "c",
+		IncludeRoutes: true, RedirectURI: "https://app.example/auth/callback"}
+	for _, s := range []string{
+		"replace-with-openssl-rand-base64-48-output-000000", // deploy/k8s/secret.example.yaml
+		"demo-session-secret-CHANGE-ME-0123456789abcdef",
+		"changeme-changeme-changeme-changeme",
+		"<placeholder: 32 random bytes, base64>",
+	} {
+		c := base
+		c.SessionSecret = []byte(s)
+		if err := c.Validate(); err == nil || !errors.Is(err, idp.ErrConfig) || !strings.Contains(err.Error(), "placeholder") {
+			t.Errorf("session secret %q: %v, want a placeholder error", s, err)
+		}
+		c.SessionSecret = []byte("k3J9d0Vb4tQ1mZ8xW2rN7pL5sH6gF0aE")
+		c.Session = &idp.SessionConfig{PreviousSecrets: [][]byte{[]byte(s)}}
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "previous session secret 1 is a placeholder") {
+			t.Errorf("previous secret %q: %v", s, err)
+		}
+	}
+	c := base
+	c.SessionSecret = []byte("k3J9d0Vb4tQ1mZ8xW2rN7pL5sH6gF0aE")
+	if err := c.Validate(); err != nil {
+		t.Errorf("a generated secret: %v", err)
+	}
+}

@@ -87,6 +87,8 @@ func (c SessionConfig) validate(bad func(string, ...any)) {
 	for i, s := range c.PreviousSecrets {
 		if len(s) < 32 {
 			bad("previous session secret %d: at least 32 bytes", i+1)
+		} else if m := PlaceholderSecret(s); m != "" {
+			bad("previous session secret %d is a placeholder (it contains %q)", i+1, m)
 		}
 	}
 }

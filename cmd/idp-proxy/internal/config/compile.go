@@ -134,7 +134,7 @@ func (f File) PluginConfig() (idp.Config, error) {
 
 // placeholderSecret stands for a secret that CompileOptions.NoSecrets
 // does not read.
-const placeholderSecret = "(not checked: --no-secrets) 32+ bytes placeholder"
+const placeholderSecret = "(not checked: --no-secrets) 32+ bytes stand-in"
 
 func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 	c := f.IDP
