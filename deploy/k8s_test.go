@@ -129,8 +129,13 @@ func k8sObjects(t *testing.T) []k8sObject {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if b := filepath.Base(f); b != "kustomization.yaml" && !slices.Contains(kust.Resources, b) {
+		b := filepath.Base(f)
+		example := strings.HasSuffix(b, ".example.yaml")
+		if b != "kustomization.yaml" && !example && !slices.Contains(kust.Resources, b) {
 			t.Errorf("%s is not listed in kustomization.yaml", f)
+		}
+		if example && slices.Contains(kust.Resources, b) {
+			t.Errorf("%s is an example, with placeholders: kubectl apply -k would apply it", f)
 		}
 	}
 	var objs []k8sObject
@@ -147,10 +152,34 @@ func k8sObjects(t *testing.T) []k8sObject {
 			if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
 				t.Errorf("%s: object without apiVersion, kind or name: %+v", r, o)
 			}
+			if o.Kind == "Secret" {
+				// kubectl apply -k would overwrite the real Secret with
+				// this file's values at every apply.
+				t.Errorf("%s: Secret %s is a resource of kustomization.yaml: create Secrets outside kustomize (see secret.example.yaml)", r, o.Metadata.Name)
+			}
 			objs = append(objs, o)
 		}
 	}
 	return objs
+}
+
+// exampleSecrets are the Secrets of k8s/secret.example.yaml: the keys the
+// Deployment reads, with placeholders.
+func exampleSecrets(t *testing.T) []k8sObject {
+	t.Helper()
+	var out []k8sObject
+	for _, doc := range yamlDocs(t, filepath.Join("k8s", "secret.example.yaml")) {
+		b, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o k8sObject
+		if err := yaml.Unmarshal(b, &o); err != nil || o.Kind != "Secret" {
+			t.Fatalf("secret.example.yaml: %v %+v", err, o)
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 func find(t *testing.T, objs []k8sObject, kind, name string) k8sObject {
@@ -180,9 +209,12 @@ func TestKubernetes(t *testing.T) {
 		kinds = append(kinds, o.Kind)
 	}
 	slices.Sort(kinds)
-	if !slices.Equal(kinds, []string{"ConfigMap", "Deployment", "Secret", "Secret", "Service"}) {
+	if !slices.Equal(kinds, []string{"ConfigMap", "Deployment", "Service"}) {
 		t.Fatalf("kinds %v", kinds)
 	}
+	// The Secrets the pod reads are created outside kustomize; their keys
+	// are those of secret.example.yaml.
+	objs = append(objs, exampleSecrets(t)...)
 
 	dep := find(t, objs, "Deployment", "shortener")
 	var spec deploymentSpec
@@ -287,6 +319,12 @@ func TestKubernetes(t *testing.T) {
 			t.Errorf("idp.%s: Secret %s has no key %s", key, secret.Metadata.Name, path.Base(p))
 			continue
 		}
+		if key == "session_secret_file" {
+			// The example's placeholder is refused at load, as a
+			// forgotten one would be in the cluster.
+			checkPlaceholderRefused(t, cfgFile, dir, val)
+			val = "k3J9d0Vb4tQ1mZ8xW2rN7pL5sH6gF0aE-generated" // as openssl rand -base64 48 would make it
+		}
 		local := filepath.Join(dir, path.Base(p))
 		if err := os.WriteFile(local, []byte(val+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -294,6 +332,7 @@ func TestKubernetes(t *testing.T) {
 		env = append(env, "IDP_PROXY_IDP_"+strings.ToUpper(key)+"="+local)
 	}
 	cfg := loadProxyConfig(t, cfgFile, env)
+	checkRoutesReachable(t, cm.Data["config.yaml"])
 
 	// Ports and probes: the proxy's listen and ops ports are its named
 	// container ports; probes use /healthz and /readyz on the ops port.
