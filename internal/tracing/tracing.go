@@ -238,10 +238,33 @@ func (s *Server) trustedPeer(remote string) bool {
 }
 
 // Inject writes the trace context of ctx's span into h as traceparent
-// and tracestate, replacing any there. With no valid span in ctx, it
-// removes them: the trace context the service sends is its own.
+// and tracestate (W3C Trace Context), replacing any there. With no valid
+// span in ctx, it removes them: the trace context the service sends is
+// its own.
 func Inject(ctx context.Context, h http.Header) {
 	delete(h, "Traceparent")
 	delete(h, "Tracestate")
-	traceContext.Inject(ctx, propagation.HeaderCarrier(h))
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return
+	}
+	// version "00", trace id, span id, flags: written as the W3C
+	// propagator writes them, without its map carrier's allocations.
+	const hexDigits = "0123456789abcdef"
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b[0], b[1], b[2] = '0', '0', '-'
+	for i, x := range tid {
+		b[3+2*i], b[4+2*i] = hexDigits[x>>4], hexDigits[x&15]
+	}
+	b[35] = '-'
+	for i, x := range sid {
+		b[36+2*i], b[37+2*i] = hexDigits[x>>4], hexDigits[x&15]
+	}
+	f := byte(sc.TraceFlags() & trace.FlagsSampled)
+	b[52], b[53], b[54] = '-', hexDigits[f>>4], hexDigits[f&15]
+	h["Traceparent"] = []string{string(b[:])}
+	if ts := sc.TraceState().String(); ts != "" {
+		h["Tracestate"] = []string{ts}
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 )
@@ -128,5 +131,29 @@ func TestServerTrustsOnlyConfiguredCallers(t *testing.T) {
 	}
 	if _, err := tracing.ParsePrefixes([]string{"10.0.0.0/33"}); err == nil {
 		t.Error("10.0.0.0/33 parsed")
+	}
+}
+
+// TestInjectMatchesW3CPropagator: Inject writes what OpenTelemetry's W3C
+// propagator writes, sampled or not, with or without tracestate, and
+// removes a stale trace context when there is no span.
+func TestInjectMatchesW3CPropagator(t *testing.T) {
+	ts, _ := trace.ParseTraceState("vendor=1,other=x")
+	for _, sc := range []trace.SpanContext{
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{0x0a, 0xf7, 15: 0x9c}, SpanID: [8]byte{0xb7, 7: 0x31}, TraceFlags: trace.FlagsSampled}),
+		trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1, 15: 0xff}, SpanID: [8]byte{0xff, 7: 1}, TraceState: ts}),
+	} {
+		ctx := trace.ContextWithSpanContext(context.Background(), sc)
+		got, want := http.Header{"Traceparent": {"stale"}, "Tracestate": {"stale=1"}}, http.Header{}
+		tracing.Inject(ctx, got)
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(want))
+		if got.Get("Traceparent") != want.Get("Traceparent") || got.Get("Tracestate") != want.Get("Tracestate") {
+			t.Errorf("Inject wrote %v, the propagator %v", got, want)
+		}
+	}
+	h := http.Header{"Traceparent": {"stale"}, "Tracestate": {"stale=1"}}
+	tracing.Inject(context.Background(), h)
+	if len(h) != 0 {
+		t.Errorf("without a span: %v", h)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -175,11 +177,23 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	if err := p.Plugin().WaitReady(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	// The same proxy tracing every request (three spans), batched to an
+	// exporter that drops them: the cost of recording, not of exporting.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(discardExporter{}))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	cfg.IDP.TracerProvider = tp
+	traced, err := newProxy(b, cfg, Options{Transport: tr, TracerProvider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := traced.Plugin().WaitReady(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	token := "Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-	}{{"bare-reverseproxy", bare}, {"idp-proxy", p}} {
+	}{{"bare-reverseproxy", bare}, {"idp-proxy", p}, {"idp-proxy-traced", traced}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -194,3 +208,9 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		})
 	}
 }
+
+// discardExporter drops the spans it is given.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }

@@ -212,7 +212,7 @@ func (p *Proxy) upstreamTransport(tr http.RoundTripper, c UpstreamConfig) (http.
 		tr = t
 	}
 	if p.tracer != nil {
-		tr = tracedTransport{rt: tr, tracer: p.tracer}
+		tr = tracedTransport{rt: tr}
 	}
 	return tr, nil
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"net/http/httputil"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -57,20 +58,27 @@ func (p *Proxy) authorizeSpan(r *http.Request, rl *rule, v idp.Verdict, t0 time.
 	span.End()
 }
 
-// tracedTransport records the upstream round trip as a client span and
-// sends its trace context upstream (replacing the client's, which
-// rewrite forwarded as any other header).
+// startUpstreamSpan starts the proxy.upstream client span of an upstream
+// request and sends its trace context upstream (replacing the client's,
+// which rewrite forwarded as any other header). Called by rewrite, so
+// that the headers are set on the request ReverseProxy owns; the
+// transport ends the span.
+func (p *Proxy) startUpstreamSpan(pr *httputil.ProxyRequest) {
+	ctx, _ := p.tracer.Start(pr.Out.Context(), "proxy.upstream", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", pr.Out.Method),
+			attribute.String("server.address", pr.Out.URL.Host)))
+	tracing.Inject(ctx, pr.Out.Header)
+	pr.Out = pr.Out.WithContext(ctx)
+}
+
+// tracedTransport ends the proxy.upstream span that rewrite started, when
+// the upstream's body has been read (or at once on a failure).
 type tracedTransport struct {
-	rt     http.RoundTripper
-	tracer trace.Tracer
+	rt http.RoundTripper
 }
 
 func (t tracedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	ctx, span := t.tracer.Start(r.Context(), "proxy.upstream", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method),
-			attribute.String("server.address", r.URL.Host)))
-	r = r.Clone(ctx) // a RoundTripper must not change its request
-	tracing.Inject(ctx, r.Header)
+	span := trace.SpanFromContext(r.Context())
 	resp, err := t.rt.RoundTrip(r)
 	if err != nil {
 		span.SetStatus(codes.Error, "the upstream could not be reached")

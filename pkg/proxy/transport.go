@@ -119,6 +119,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRul
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
 		h.setIdentity(out, id, bearerValue(in, id.Raw))
 	}
+	if p.tracer != nil {
+		p.startUpstreamSpan(pr)
+	}
 }
 
 // upstreamError answers failures to reach the upstream: 504 on timeout,
