@@ -425,7 +425,7 @@ func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []
 	value := strings.Join(parts, "")
 	s, _, err := m.load(ctx, parts, m.p.cfg.Now())
 	if errors.Is(err, ErrSessionStoreUnavailable) {
-		m.deleteLater(value)
+		m.deleteLater(value, false)
 		return nil, clear, err
 	}
 	if err != nil {
@@ -433,7 +433,7 @@ func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []
 	}
 	if m.backend != nil {
 		if err := m.backend.Delete(ctx, sessionKey(s.ID)); err != nil {
-			m.deleteLater(s.ID)
+			m.deleteLater(s.ID, true) // the route ends it at the provider now
 			return s, clear, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
 	} else {

@@ -17,7 +17,8 @@ import (
 // while down is set, as a Redis that has stopped.
 type switchBackend struct {
 	idp.SessionBackend
-	down atomic.Bool
+	down       atomic.Bool
+	downDelete atomic.Bool // only Delete fails
 }
 
 func (b *switchBackend) Get(ctx context.Context, k string) ([]byte, error) {
@@ -42,7 +43,7 @@ func (b *switchBackend) SetNX(ctx context.Context, k string, v []byte, ttl time.
 }
 
 func (b *switchBackend) Delete(ctx context.Context, keys ...string) error {
-	if b.down.Load() {
+	if b.down.Load() || b.downDelete.Load() {
 		return errDown
 	}
 	return b.SessionBackend.Delete(ctx, keys...)
@@ -121,5 +122,50 @@ func TestSessionStoreOutage(t *testing.T) {
 	}
 	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a copy of the cookie after the store came back: %v %v, want 401", resp, err)
+	}
+}
+
+// When the store fails only at the deletion (the session was read), the
+// sign-out ends the provider's session at once, clears the cookie, and
+// deletes the session from the store when it answers.
+func TestSessionStoreFailsAtSignOutDeletion(t *testing.T) {
+	sw := &switchBackend{SessionBackend: idp.NewMemoryBackend()}
+	e := sessionEnv(t, sw, nil)
+	e.signIn(t, "/me")
+	u, _ := url.Parse(e.base)
+	saved := e.client.Jar.Cookies(u)
+	sessions := e.idp.Sessions()
+	sw.downDelete.Store(true)
+	resp := e.post(t, "/auth/logout", "", "")
+	body := readBody(resp)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"session_store":"unavailable"`) ||
+		!strings.Contains(body, `"provider_logout":"done"`) {
+		t.Fatalf("sign-out with the deletion failing: %d %s", resp.StatusCode, body)
+	}
+	if e.idp.Sessions() != sessions-1 {
+		t.Fatalf("provider sessions %d → %d, want one ended", sessions, e.idp.Sessions())
+	}
+	if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("after the sign-out: %d, want 401", resp.StatusCode)
+	}
+	sw.downDelete.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+		for _, c := range saved {
+			r.AddCookie(c)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a copy of the cookie still works after the store came back: %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -22,7 +22,7 @@ const pendingRetryInterval = time.Second
 
 // pendingDeletions is guarded by sessionManager.mu.
 type pendingDeletions struct {
-	ids      map[string]struct{}
+	ids      map[string]bool // session id → ended at the provider already
 	retrying bool
 	// lateLogout ends a session at the provider once it could be read
 	// (the /auth routes' provider logout); nil without routes.
@@ -37,21 +37,23 @@ func (m *sessionManager) setLateLogout(f func(ctx context.Context, refreshToken 
 	m.pending.lateLogout = f
 }
 
-// deleteLater records the session id for deletion once the store answers.
-func (m *sessionManager) deleteLater(id string) {
+// deleteLater records the session id for deletion once the store answers;
+// providerDone says that the sign-out already ended it at the provider
+// (the session could be read before the store failed).
+func (m *sessionManager) deleteLater(id string, providerDone bool) {
 	if m.backend == nil || !validSessionID(id) {
 		return
 	}
 	m.mu.Lock()
 	if m.pending.ids == nil {
-		m.pending.ids = map[string]struct{}{}
+		m.pending.ids = map[string]bool{}
 	}
 	if len(m.pending.ids) >= maxPendingDeletions {
 		m.mu.Unlock()
 		m.p.cfg.Logger.Error("idp: too many sign-outs wait for the session store; this one clears the cookie only")
 		return
 	}
-	m.pending.ids[id] = struct{}{}
+	m.pending.ids[id] = providerDone
 	start := !m.pending.retrying
 	m.pending.retrying = true
 	m.mu.Unlock()
@@ -72,14 +74,18 @@ func (m *sessionManager) retryDeletions() {
 		case <-t.C:
 		}
 		m.mu.Lock()
-		ids := make([]string, 0, len(m.pending.ids))
-		for id := range m.pending.ids {
-			ids = append(ids, id)
+		ids := make(map[string]bool, len(m.pending.ids))
+		for id, done := range m.pending.ids {
+			ids[id] = done
 		}
 		lateLogout := m.pending.lateLogout
 		m.mu.Unlock()
-		for _, id := range ids {
-			if err := m.deletePending(id, lateLogout); err != nil {
+		for id, done := range ids {
+			logout := lateLogout
+			if done {
+				logout = nil
+			}
+			if err := m.deletePending(id, logout); err != nil {
 				m.p.cfg.Logger.Debug("idp: pending sign-outs still wait for the session store", "pending", len(ids), "error", err)
 				break // the store is still down: try again later
 			}
