@@ -18,6 +18,10 @@ import (
 // behind the real idp-proxy in session mode, signed in at the certified
 // provider: browser/page.mjs drives the page, this file judges it.
 
+// firefoxUA is a browser's User-Agent for the visits the statistics
+// count as people's.
+const firefoxUA = "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+
 // pageProxyConfig is idp-proxy's YAML for the page test: browser sessions
 // (cookie store) and the demo's rules (cmd/idp-demo, Routes), with the
 // /links API named explicitly instead of falling to the default policy.
@@ -33,6 +37,8 @@ func pageProxyConfig(port int, opsAddr, serverURL, upstream string) string {
   - {match: "GET /links"}
   - {match: "GET /links/{code}"}
   - {match: "GET /links/{code}/qr"}
+  - {match: "GET /links/{code}/stats"}
+  - {match: "PATCH /links/{code}"}
   - {match: "DELETE /links/{code}"}
 default_policy: deny
 session:
@@ -56,6 +62,7 @@ type pageStep struct {
 	Code        string      `json:"code,omitempty"`
 	MaxVisits   int         `json:"maxVisits,omitempty"`
 	Path        string      `json:"path,omitempty"`
+	UserAgent   string      `json:"userAgent,omitempty"`
 	UntilVisits *wantVisits `json:"untilVisits,omitempty"`
 }
 
@@ -139,6 +146,33 @@ type pageObservation struct {
 	Deleted *struct {
 		Status int `json:"status"`
 	} `json:"deleted"`
+	Edited *struct {
+		Status     int    `json:"status"`
+		Open       bool   `json:"open"`
+		Focused    string `json:"focused"`
+		StillOpen  bool   `json:"stillOpen"`
+		Target     string `json:"target"`
+		Meta       string `json:"meta"`
+		FieldLabel string `json:"fieldLabel"`
+	} `json:"edited"`
+	Stats *struct {
+		Status      int      `json:"status"`
+		Open        bool     `json:"open"`
+		Closed      bool     `json:"closed"`
+		Focused     string   `json:"focused"`
+		Summary     string   `json:"summary"`
+		Bars        int      `json:"bars"`
+		BotBars     int      `json:"botBars"`
+		ChartRole   string   `json:"chartRole"`
+		ChartLabel  string   `json:"chartLabel"`
+		Rows        int      `json:"rows"`
+		RowVisits   int      `json:"rowVisits"`
+		RowBots     int      `json:"rowBots"`
+		Captions    []string `json:"captions"`
+		Browsers    []string `json:"browsers"`
+		Referrers   []string `json:"referrers"`
+		ExternalRef bool     `json:"externalRef"`
+	} `json:"stats"`
 	Screenshot *struct {
 		Path  string `json:"path"`
 		Bytes int    `json:"bytes"`
@@ -253,6 +287,7 @@ func TestBrowserShortenerPage(t *testing.T) {
 		code   = "getting-started"
 		target = "https://example.com/docs/getting-started?from=interop"
 		other  = "https://example.org/a/rather/long/path/to/some/page.html?utm_source=interop"
+		edited = "https://example.com/docs/getting-started-v2"
 	)
 	short := base + "/" + code
 	var steps []pageStep
@@ -267,10 +302,14 @@ func TestBrowserShortenerPage(t *testing.T) {
 	add("login", pageStep{Do: "login", Username: "alice", Password: alicePassword})
 	add("create", pageStep{Do: "create", URL: target, Code: code})
 	add("createRandom", pageStep{Do: "create", URL: other})
-	add("visit1", pageStep{Do: "visit", URL: short})
-	add("visit2", pageStep{Do: "visit", URL: short})
+	add("visit1", pageStep{Do: "visit", URL: short, UserAgent: firefoxUA})
+	add("visit2", pageStep{Do: "visit", URL: short, UserAgent: firefoxUA})
 	add("reload", pageStep{Do: "reload", UntilVisits: &wantVisits{code, 2}})
 	add("qr", pageStep{Do: "qr", Code: code})
+	add("edit", pageStep{Do: "edit", Code: code, URL: edited, MaxVisits: 10})
+	add("visitEdited", pageStep{Do: "visit", URL: short, UserAgent: firefoxUA})
+	add("visitBot", pageStep{Do: "visit", URL: short, UserAgent: "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"})
+	add("stats", pageStep{Do: "stats", Code: code, UntilVisits: &wantVisits{code, 4}})
 	shot := screenshotPath()
 	if shot != "" {
 		add("", pageStep{Do: "create", URL: "https://www.rfc-editor.org/rfc/rfc6749", Code: "oauth2"})
@@ -385,6 +424,34 @@ func TestBrowserShortenerPage(t *testing.T) {
 	}
 	if o.App.DialogOpen {
 		t.Error("the QR dialog is still open after Close")
+	}
+
+	// edit: the dialog opens on the URL field, PATCH answers 200, the list
+	// shows the new target and limit; the short URL redirects there at once
+	// (one replica).
+	o = obs[at["edit"]]
+	if e := o.Edited; e == nil || e.Status != http.StatusOK || !e.Open || e.Focused != "edit-url" || e.StillOpen ||
+		e.Target != edited || !strings.HasPrefix(e.Meta, "2 of 10 visits") || e.FieldLabel == "" {
+		t.Errorf("edit dialog: %+v", o.Edited)
+	}
+	if !o.loaded("PATCH", "/links/"+code, http.StatusOK) {
+		t.Errorf("edit: requests %+v", o.API)
+	}
+	if v := obs[at["visitEdited"]].Visit; v == nil || v.Status != http.StatusFound || v.Location != edited {
+		t.Errorf("GET %s after the edit: %+v, want 302 to %s", short, v, edited)
+	}
+	// stats: 4 visits today (one by a link-preview bot), drawn as bars
+	// in an inline SVG with the same numbers in a table.
+	o = obs[at["stats"]]
+	if st := o.Stats; st == nil || st.Status != http.StatusOK || !st.Open || !st.Closed || st.Focused != "stats-close" ||
+		!strings.HasPrefix(st.Summary, "4 visits in the last 30 days: 3 by people, 1 by bots") ||
+		st.Bars != 1 || st.BotBars != 1 || st.ChartRole != "img" || st.ChartLabel == "" ||
+		st.Rows != 31 || st.RowVisits != 4 || st.RowBots != 1 || st.ExternalRef ||
+		strings.Join(st.Captions, ",") != "Referrers,Devices,Browsers,Countries" || strings.Join(st.Browsers, ",") != "firefox" {
+		t.Errorf("visits dialog: %+v", o.Stats)
+	}
+	if !o.loaded("GET", "/links/"+code+"/stats", http.StatusOK) {
+		t.Errorf("stats: requests %+v", o.API)
 	}
 
 	if shot != "" {

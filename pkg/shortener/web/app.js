@@ -95,6 +95,8 @@
     const actions = el("div", "actions");
     actions.appendChild(button("Copy", "secondary", () => copy(link.short_url), "Copy " + link.short_url));
     actions.appendChild(button("QR code", "secondary", () => showQR(link), "Show the QR code of " + link.short_url));
+    actions.appendChild(button("Edit", "secondary", () => showEdit(link, li), "Edit " + link.short_url));
+    actions.appendChild(button("Visits", "secondary", () => showStats(link), "Show the visits of " + link.short_url));
     actions.appendChild(button("Delete", "danger", () => remove(link, li), "Delete " + link.short_url));
     li.appendChild(actions);
     return li;
@@ -117,6 +119,173 @@
     const d = $("qr-dialog");
     if (typeof d.showModal === "function") d.showModal(); else d.setAttribute("open", "");
     $("qr-close").focus();
+  }
+
+  function openDialog(d, focus) {
+    if (typeof d.showModal === "function") d.showModal(); else d.setAttribute("open", "");
+    if (focus) focus.focus();
+  }
+
+  function closeDialog(d) {
+    if (typeof d.close === "function") d.close(); else d.removeAttribute("open");
+  }
+
+  // localInput formats an RFC 3339 time for a datetime-local input.
+  function localInput(s) {
+    if (!s) return "";
+    const d = new Date(s);
+    if (isNaN(d)) return "";
+    const p = (n) => String(n).padStart(2, "0");
+    return d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + "T" + p(d.getHours()) + ":" + p(d.getMinutes());
+  }
+
+  const editing = { link: null, li: null };
+
+  function showEdit(link, li) {
+    editing.link = link;
+    editing.li = li;
+    $("edit-short").textContent = link.short_url;
+    $("edit-url").value = link.url;
+    $("edit-url").removeAttribute("aria-invalid");
+    $("edit-expires").value = localInput(link.expires_at);
+    $("edit-max").value = link.max_visits || "";
+    $("edit-error").hidden = true;
+    openDialog($("edit-dialog"), $("edit-url"));
+  }
+
+  async function saveEdit(ev) {
+    ev.preventDefault();
+    const err = $("edit-error");
+    err.hidden = true;
+    const url = $("edit-url");
+    if (!url.value.trim()) {
+      url.setAttribute("aria-invalid", "true");
+      err.textContent = "Enter the destination URL.";
+      err.hidden = false;
+      url.focus();
+      return;
+    }
+    const body = { url: url.value.trim(), expires_at: null, max_visits: null };
+    const exp = $("edit-expires").value;
+    if (exp) {
+      const d = new Date(exp);
+      if (isNaN(d)) { err.textContent = "The expiry date is not valid."; err.hidden = false; return; }
+      body.expires_at = d.toISOString();
+    }
+    const max = $("edit-max").value;
+    if (max) body.max_visits = Number(max);
+    const btn = $("edit-save");
+    btn.disabled = true;
+    try {
+      const link = await api("PATCH", "links/" + encodeURIComponent(editing.link.short_code), body);
+      const li = render(link);
+      editing.li.replaceWith(li);
+      closeDialog($("edit-dialog"));
+      say("Saved " + link.short_url + " → " + link.url);
+      li.querySelector("button").focus();
+    } catch (e) {
+      if (e.status === 401) { closeDialog($("edit-dialog")); return showSignIn(); }
+      err.textContent = e.message;
+      err.hidden = false;
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  // drawChart draws one bar per day (people, with bots stacked in a
+  // darker shade) into the SVG; the numbers are also in the table.
+  function drawChart(series) {
+    const svg = $("stats-chart");
+    svg.textContent = "";
+    const w = 300, h = 100;
+    const peak = Math.max(1, ...series.map((b) => b.visits));
+    const bw = w / Math.max(1, series.length);
+    series.forEach((b, i) => {
+      const people = b.visits - b.bot_visits;
+      const x = i * bw + bw * 0.1;
+      const hp = (people / peak) * (h - 2);
+      const hb = (b.bot_visits / peak) * (h - 2);
+      for (const [cls, y, hh] of [["bar", h - hp, hp], ["bot", h - hp - hb, hb]]) {
+        if (hh <= 0) continue;
+        const r = document.createElementNS(svg.namespaceURI, "rect");
+        r.setAttribute("class", cls);
+        r.setAttribute("x", x.toFixed(2));
+        r.setAttribute("y", y.toFixed(2));
+        r.setAttribute("width", (bw * 0.8).toFixed(2));
+        r.setAttribute("height", hh.toFixed(2));
+        svg.appendChild(r);
+      }
+    });
+  }
+
+  function fmtDay(s) {
+    const d = new Date(s);
+    return isNaN(d) ? s : d.toLocaleDateString(undefined, { timeZone: "UTC" });
+  }
+
+  function breakdown(title, column, rows) {
+    const t = el("table");
+    const cap = el("caption", "", title);
+    t.appendChild(cap);
+    const head = el("thead");
+    const tr = el("tr");
+    for (const [text, cls] of [[column, ""], ["Visits", "num"]]) {
+      const th = el("th", cls, text);
+      th.scope = "col";
+      tr.appendChild(th);
+    }
+    head.appendChild(tr);
+    t.appendChild(head);
+    const body = el("tbody");
+    for (const r of rows.slice(0, 10)) {
+      const row = el("tr");
+      row.appendChild(el("td", "", r.value || "(none)"));
+      row.appendChild(el("td", "num", String(r.visits)));
+      body.appendChild(row);
+    }
+    if (!rows.length) {
+      const row = el("tr");
+      const td = el("td", "", "No visits yet");
+      td.colSpan = 2;
+      row.appendChild(td);
+      body.appendChild(row);
+    }
+    t.appendChild(body);
+    return t;
+  }
+
+  async function showStats(link) {
+    $("stats-short").textContent = link.short_url;
+    $("stats-summary").textContent = "Loading…";
+    $("stats-error").hidden = true;
+    $("stats-chart").textContent = "";
+    $("stats-table").tBodies[0].textContent = "";
+    $("stats-breakdowns").textContent = "";
+    openDialog($("stats-dialog"), $("stats-close"));
+    try {
+      const st = await api("GET", "links/" + encodeURIComponent(link.short_code) + "/stats?by=day");
+      $("stats-summary").textContent = st.visits + (st.visits === 1 ? " visit" : " visits") +
+        " in the last 30 days: " + st.human_visits + " by people, " + st.bot_visits + " by bots.";
+      drawChart(st.series);
+      const tb = $("stats-table").tBodies[0];
+      for (const b of st.series) {
+        const row = el("tr");
+        row.appendChild(el("td", "", fmtDay(b.start)));
+        row.appendChild(el("td", "num", String(b.visits)));
+        row.appendChild(el("td", "num", String(b.bot_visits)));
+        tb.appendChild(row);
+      }
+      const bd = $("stats-breakdowns");
+      bd.appendChild(breakdown("Referrers", "Referrer host", st.referrers));
+      bd.appendChild(breakdown("Devices", "Device", st.devices));
+      bd.appendChild(breakdown("Browsers", "Browser", st.browsers));
+      bd.appendChild(breakdown("Countries", "Country", st.countries));
+    } catch (e) {
+      if (e.status === 401) { closeDialog($("stats-dialog")); return showSignIn(); }
+      $("stats-summary").textContent = "";
+      $("stats-error").textContent = e.message;
+      $("stats-error").hidden = false;
+    }
   }
 
   async function remove(link, li) {
@@ -207,6 +376,8 @@
     $("create-form").addEventListener("submit", create);
     $("more").addEventListener("click", () => load(true));
     $("qr-img").addEventListener("error", () => say("The QR code could not be loaded."));
+    $("edit-form").addEventListener("submit", saveEdit);
+    $("edit-cancel").addEventListener("click", () => closeDialog($("edit-dialog")));
     load(false);
   });
 })();

@@ -228,7 +228,7 @@ async function main() {
           break;
         }
         case 'visit': {
-          const r = await fetch(step.url, { redirect: 'manual' });
+          const r = await fetch(step.url, { redirect: 'manual', headers: step.userAgent ? { 'user-agent': step.userAgent } : {} });
           await r.arrayBuffer();
           extra = { visit: { status: r.status, location: r.headers.get('location') ?? '', contentType: r.headers.get('content-type') ?? '' } };
           break;
@@ -259,6 +259,82 @@ async function main() {
           await page.click('#qr-close');
           await page.waitForFunction(() => !document.getElementById('qr-dialog').open);
           extra = { qr: { ...shown, status: res.status(), contentType: res.headers()['content-type'] ?? '', closed: true } };
+          break;
+        }
+        case 'edit': {
+          // Open the edit dialog of step.code, set the URL (and the visit
+          // limit), save; report the answer and the list item afterwards.
+          await settle();
+          await item(step.code).locator('button', { hasText: 'Edit' }).click();
+          await page.waitForFunction(() => document.getElementById('edit-dialog').open);
+          const opened = await page.evaluate(() => ({
+            open: document.getElementById('edit-dialog').open,
+            focused: document.activeElement?.id ?? '',
+            fieldLabel: document.querySelector('label[for="edit-url"]')?.textContent ?? '',
+          }));
+          await page.fill('#edit-url', step.url);
+          await page.fill('#edit-max', step.maxVisits ? String(step.maxVisits) : '');
+          const [res] = await Promise.all([answerTo('PATCH', `/links/${step.code}`), page.click('#edit-save')]);
+          await page.waitForFunction(() => !document.getElementById('edit-dialog').open);
+          const after = await page.evaluate((c) => {
+            const li = document.querySelector(`#links > li[data-code="${c}"]`);
+            return {
+              stillOpen: document.getElementById('edit-dialog').open,
+              target: li?.querySelector('p.target')?.textContent ?? '',
+              meta: li?.querySelector('p.meta')?.textContent ?? '',
+            };
+          }, step.code);
+          extra = { edited: { status: res.status(), ...opened, ...after } };
+          break;
+        }
+        case 'stats': {
+          // Open the visits dialog of step.code (with untilVisits: close
+          // and reopen, at most 20 times, until it counts that many).
+          await settle();
+          const statsPath = `/links/${step.code}/stats`;
+          let res;
+          let shown;
+          for (let tries = 0; ; tries++) {
+            [res] = await Promise.all([
+              answerTo('GET', statsPath),
+              item(step.code).locator('button', { hasText: 'Visits' }).click(),
+            ]);
+            await page.waitForFunction(() => {
+              const s = document.getElementById('stats-summary').textContent;
+              return s !== '' && !s.startsWith('Loading') || !document.getElementById('stats-error').hidden;
+            });
+            shown = await page.evaluate(() => {
+              const svg = document.getElementById('stats-chart');
+              const rows = [...document.querySelectorAll('#stats-table tbody tr')];
+              const num = (td) => Number(td?.textContent ?? 0);
+              const col = (caption) => [...document.querySelectorAll('#stats-breakdowns table')]
+                .find((t) => t.caption?.textContent === caption);
+              const values = (t) => t ? [...t.tBodies[0].rows].map((r) => r.cells[0].textContent) : [];
+              return {
+                open: document.getElementById('stats-dialog').open,
+                focused: document.activeElement?.id ?? '',
+                summary: document.getElementById('stats-summary').textContent,
+                bars: svg.querySelectorAll('rect.bar').length,
+                botBars: svg.querySelectorAll('rect.bot').length,
+                chartRole: svg.getAttribute('role') ?? '',
+                chartLabel: document.getElementById(svg.getAttribute('aria-labelledby') ?? '')?.textContent ?? '',
+                rows: rows.length,
+                rowVisits: rows.reduce((n, r) => n + num(r.cells[1]), 0),
+                rowBots: rows.reduce((n, r) => n + num(r.cells[2]), 0),
+                captions: [...document.querySelectorAll('#stats-breakdowns table caption')].map((c) => c.textContent),
+                browsers: values(col('Browsers')),
+                referrers: values(col('Referrers')),
+                externalRef: /(src|href)=["']?(https?:)?\/\//.test(document.getElementById('stats-dialog').innerHTML),
+              };
+            });
+            const want = step.untilVisits;
+            if (!want || shown.rowVisits === want.visits || tries >= 20) break;
+            await page.click('#stats-close');
+            await sleep(150);
+          }
+          await page.click('#stats-close');
+          await page.waitForFunction(() => !document.getElementById('stats-dialog').open);
+          extra = { stats: { status: res.status(), ...shown, closed: true } };
           break;
         }
         case 'delete': {
