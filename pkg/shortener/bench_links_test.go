@@ -30,7 +30,10 @@ import (
 //
 //	go test -run '^$' -bench RedirectHTTP -benchtime 5s ./pkg/shortener/
 //
-// Compare req/s of constant302-before-<store> with <store>.
+// Compare req/s of constant302-before-<store> with <store>, and with
+// <store>-stats: per-visit statistics on (Options.VisitStats), each
+// redirect queued for the statistics and written in batches. Every
+// request carries a browser's User-Agent and a Referer.
 func BenchmarkRedirectHTTP(b *testing.B) {
 	links := makeLinks(benchLinks)
 	paths := make([]string, len(links))
@@ -53,7 +56,36 @@ func BenchmarkRedirectHTTP(b *testing.B) {
 			defer svc.Close(context.Background())
 			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
 		})
+		b.Run(bs.name+"-stats", func(b *testing.B) {
+			s, load := bs.open(b)
+			defer s.Close()
+			load(links)
+			svc, err := shortener.New(s, shortener.Options{BaseURL: "https://sho.rt", CacheSize: 100_000, VisitStats: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer svc.Close(context.Background())
+			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
+		})
 	}
+}
+
+// benchUserAgent and benchReferer are sent with every benchmark request,
+// as a browser following a link would.
+const (
+	benchUserAgent = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+	benchReferer   = "https://news.example/story?id=42"
+)
+
+// get sends a GET of url with benchUserAgent and benchReferer.
+func get(client *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header["User-Agent"] = []string{benchUserAgent}
+	req.Header["Referer"] = []string{benchReferer}
+	return client.Do(req)
 }
 
 // loadHTTP serves h on loopback and sends b.N GETs from 32 goroutines.
@@ -73,7 +105,7 @@ func loadHTTP(b *testing.B, h http.Handler, paths []string) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < len(urls); i += 8 {
-				if resp, err := client.Get(urls[i]); err == nil {
+				if resp, err := get(client, urls[i]); err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					_ = resp.Body.Close()
 				}
@@ -86,7 +118,7 @@ func loadHTTP(b *testing.B, h http.Handler, paths []string) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			resp, err := client.Get(urls[int(next.Add(1))%len(urls)])
+			resp, err := get(client, urls[int(next.Add(1))%len(urls)])
 			if err != nil {
 				b.Error(err)
 				return

@@ -154,16 +154,14 @@ func (s *Store) PruneVisits(ctx context.Context, before time.Time) error {
 	return nil
 }
 
-// VisitStats answers q from shortener_visit_counts: the series (people
-// and bots by bucket) and the breakdowns (summed over the range) in one
-// statement, a range scan of the primary key.
+// VisitStats answers q from shortener_visit_counts in one statement, one
+// range scan of the primary key: the series (people and bots by bucket)
+// and the breakdowns (summed over the range).
 func (s *Store) VisitStats(ctx context.Context, code string, q shortener.StatsQuery) (shortener.VisitStats, error) {
-	const stmt = `SELECT bucket, dim::text, '', visits FROM shortener_visit_counts
-			WHERE code = $1 AND hourly = $2 AND bucket >= $3 AND bucket < $4 AND dim IN ('t', 'b')
-		UNION ALL
-		SELECT NULL, dim::text, value, sum(visits)::bigint FROM shortener_visit_counts
-			WHERE code = $1 AND hourly = $2 AND bucket >= $3 AND bucket < $4 AND dim IN ('r', 'd', 'w', 'c')
-			GROUP BY dim, value`
+	const stmt = `SELECT CASE WHEN dim IN ('t', 'b') THEN bucket END, dim::text, value, sum(visits)::bigint
+		FROM shortener_visit_counts
+		WHERE code = $1 AND hourly = $2 AND bucket >= $3 AND bucket < $4
+		GROUP BY 1, 2, 3`
 	rows, err := s.pool.Query(ctx, stmt, code, q.ByHour, q.From, q.To)
 	if err != nil {
 		return shortener.VisitStats{}, s.wrap("visit stats", err)

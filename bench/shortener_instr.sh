@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Instructions per redirect of the shortener's BenchmarkRedirectHTTP cases
+# (loopback HTTP, client in the same process), counted with valgrind's
+# callgrind: a run of N1 and one of N2 iterations of each case, the
+# difference divided by N2 - N1 (setup, preloading and warm-up cancel
+# out). GOGC=off and -test.cpu 1, as in bench/README.md ("Shortener
+# routing"). PostgreSQL cases need TEST_POSTGRES_DSN (the server's own
+# instructions are not counted).
+#
+#   bench/shortener_instr.sh 'constant302-before-bolt$' 'bolt$' 'bolt-stats$'
+set -euo pipefail
+N1=${N1:-3000}
+N2=${N2:-9000}
+cd "$(dirname "$0")/.."
+bin=$(mktemp -d)/shortener.test
+go test -c -o "$bin" ./pkg/shortener
+count() { # case, N → instructions
+	local out
+	out=$(mktemp)
+	GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" -test.run '^$' \
+		-test.bench "BenchmarkRedirectHTTP/$1" -test.benchtime "$2x" -test.cpu 1 >/dev/null 2>&1
+	awk '/^summary:/ {print $2}' "$out"
+	rm -f "$out"
+}
+for c in "$@"; do
+	a=$(count "$c" "$N1")
+	b=$(count "$c" "$N2")
+	echo "$c $(( (b - a) / (N2 - N1) )) instructions/request ($a at $N1, $b at $N2)"
+done
