@@ -151,6 +151,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	svc, err := shortener.New(store, shortener.Options{
 		BaseURL:     proxyURL, // short links are followed through the proxy
 		CustomCodes: true,     // as the shortener binary's default, and the README's examples
+		VisitStats:  true,     // as the shortener binary's default: the page's visits dialog and GET /links/{code}/stats
 		Logger:      log.With("component", "shortener"),
 	})
 	if err != nil {

@@ -302,7 +302,10 @@ func TestRollingRestartLosesNoRequest(t *testing.T) {
 					}
 				}()
 			}
+			// Counted, not timed: on a loaded machine 300 ms may carry few
+			// requests, and a restart under too light a load shows nothing.
 			time.Sleep(300 * time.Millisecond)
+			waitFor(t, "50 requests before the restart", func() bool { return sent.Load() >= 50 })
 			a.sigs <- syscall.SIGTERM
 			select {
 			case <-a.done:
@@ -312,7 +315,9 @@ func TestRollingRestartLosesNoRequest(t *testing.T) {
 			case <-time.After(15 * time.Second):
 				t.Fatal("instance a did not stop")
 			}
+			stopped := sent.Load()
 			time.Sleep(300 * time.Millisecond) // b carries on alone
+			waitFor(t, "50 requests after the restart", func() bool { return sent.Load() >= stopped+50 })
 			close(stopLoad)
 			wg.Wait()
 			t.Logf("drain_delay %s: %d requests, %d failed (first: %v)", tc.drain, sent.Load(), failed.Load(), firstErr.Load())
