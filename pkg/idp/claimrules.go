@@ -220,6 +220,7 @@ func NewClaimsGuard(s MatchStrategy, rules ...ClaimRule) (Guard, error) {
 				return nil, fmt.Errorf("idp: claims: claim %q: %w", r.Path, err)
 			}
 			cr.values = append(cr.values, cv)
+			cr.wants = append(cr.wants, token.Value{Kind: token.Kind(cv.Kind), Text: cv.Text})
 		}
 		g.rules = append(g.rules, cr)
 	}
@@ -247,6 +248,7 @@ type claimRule struct {
 	path   ClaimPath
 	clause string
 	values []ClaimValue
+	wants  []token.Value // values, as token.Match compares them
 }
 
 type claimsGuard struct {
@@ -302,7 +304,13 @@ func (g *claimsGuard) judge(p *TokenPayload) string {
 	return ""
 }
 
+// matches reads the claim as ClaimValues does, without building the
+// values for a plain path.
 func (r *claimRule) matches(p *TokenPayload) bool {
+	if !r.path.p.Keys {
+		raw, err := token.Lookup(p.Raw, r.path.p)
+		return err == nil && raw != nil && token.Match(raw, r.wants)
+	}
 	have, err := p.ClaimValues(r.path)
 	if err != nil {
 		return false

@@ -341,3 +341,36 @@ func hugeExponent(s string) bool {
 	e := strings.TrimLeft(strings.TrimLeft(s[i+1:], "+-"), "0")
 	return len(e) > 3
 }
+
+// BenchmarkClaimsGuard reports a claims rule of two paths on a token seen
+// before (its judgement remembered) and on one never seen (the claims read
+// from the payload), with a Keycloak-sized payload.
+func BenchmarkClaimsGuard(b *testing.B) {
+	srv := idptest.NewServer(b)
+	claims := srv.UserClaims(clientID, "alice", "creator")
+	claims["tid"] = "9188040d-6c67-4c5b-b112-36a304b66dad"
+	raw, err := json.Marshal(claims)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := idp.RequireClaims(idp.MatchAll,
+		idp.ClaimRule{Path: "tid", Values: []any{"9188040d-6c67-4c5b-b112-36a304b66dad"}},
+		idp.ClaimRule{Path: "email_verified", Values: []any{true}})
+	id := identityOf(b, string(raw), "", true)
+	b.Run("seen", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := judge(g, id); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("new", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := judge(g, identityOf(b, string(raw), "", true)); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+}

@@ -68,6 +68,32 @@ func BenchmarkHeaderRewrite(b *testing.B) {
 			h.setIdentity(hdr, id, []string{"Bearer x.y.z"})
 		}
 	})
+	claimsRules := newHeaderRules(func() HeadersConfig {
+		c := DefaultConfig().Headers
+		c.Claims = map[string]string{"X-Auth-Request-Tenant": "tid", "X-Auth-Request-Groups": "groups"}
+		return c
+	}())
+	raw := []byte(`{"sub":"f7a3c1d2-0000-4000-8000-0123456789ab","tid":"9188040d-6c67-4c5b-b112-36a304b66dad",` +
+		`"groups":["eng","ops"],"realm_access":{"roles":["offline_access","default-roles-demo","creator"]},` +
+		`"scope":"openid email profile","email_verified":true,"preferred_username":"alice","email":"alice@example.com"}`)
+	cid := &idp.Identity{User: u, Payload: &idp.TokenPayload{EmailVerified: true, Raw: raw}, Raw: "x.y.z"}
+	b.Run("strip+set, 2 claim headers", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			hdr := base.Clone()
+			claimsRules.stripAll(hdr)
+			claimsRules.setIdentity(hdr, cid, []string{"Bearer x.y.z"})
+		}
+	})
+	b.Run("strip+set, 2 claim headers, new identity", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			hdr := base.Clone()
+			claimsRules.stripAll(hdr)
+			u2 := *u
+			claimsRules.setIdentity(hdr, &idp.Identity{User: &u2, Payload: &idp.TokenPayload{EmailVerified: true, Raw: raw}, Raw: "x.y.z"}, []string{"Bearer x.y.z"})
+		}
+	})
 	b.Run("clone-only", func(b *testing.B) { // the baseline the two above include
 		b.ReportAllocs()
 		for b.Loop() {

@@ -1,6 +1,7 @@
 package token
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"strings"
@@ -217,4 +218,101 @@ func Values(v []byte) (vals []Value, ok bool) {
 		i = skipSpace(v, i+1)
 	}
 	return nil, false
+}
+
+// Match reports whether the claim's raw value v (as Lookup returns it)
+// holds one of wants: v itself, or an element of the array v, equal to a
+// want in Kind and Text. It reads v as Values does (an object, or an
+// array holding anything but strings, booleans and numbers, never
+// matches) without allocating for strings without escapes and booleans.
+func Match(v []byte, wants []Value) bool {
+	if len(v) == 0 {
+		return false
+	}
+	if v[0] != '[' {
+		return matchScalar(v, wants) == 1
+	}
+	found := false
+	i := skipSpace(v, 1)
+	if i < len(v) && v[i] == ']' {
+		return false
+	}
+	for i < len(v) {
+		end, err := scanValue(v, i, maxJSONDepth-1)
+		if err != nil {
+			return false
+		}
+		switch matchScalar(v[i:end], wants) {
+		case -1:
+			return false // not a claim rules read
+		case 1:
+			found = true
+		}
+		i = skipSpace(v, end)
+		if i >= len(v) {
+			return false
+		}
+		if v[i] == ']' {
+			return found
+		}
+		if v[i] != ',' {
+			return false
+		}
+		i = skipSpace(v, i+1)
+	}
+	return false
+}
+
+// matchScalar is 1 when the JSON value v equals one of wants, 0 when it
+// does not, -1 when v is not a string, boolean or number Scalar reads.
+func matchScalar(v []byte, wants []Value) int {
+	switch c := v[0]; {
+	case c == '"':
+		s := v[1 : len(v)-1]
+		if bytes.IndexByte(s, '\\') >= 0 {
+			val, ok := Scalar(v)
+			if !ok {
+				return -1
+			}
+			return matchValue(val, wants)
+		}
+		for _, w := range wants {
+			if w.Kind == KindString && w.Text == string(s) {
+				return 1
+			}
+		}
+		return 0
+	case c == 't' || c == 'f':
+		val, ok := Scalar(v)
+		if !ok {
+			return -1
+		}
+		return matchValue(val, wants)
+	case c == '-' || '0' <= c && c <= '9':
+		hasNumber := false
+		for _, w := range wants {
+			hasNumber = hasNumber || w.Kind == KindNumber
+		}
+		if !hasNumber {
+			if _, err := CanonicalNumber(string(v)); err != nil {
+				return -1
+			}
+			return 0
+		}
+		val, ok := Scalar(v)
+		if !ok {
+			return -1
+		}
+		return matchValue(val, wants)
+	}
+	return -1
+}
+
+func matchValue(val Value, wants []Value) int {
+	for _, w := range wants {
+		if w.Kind == val.Kind && w.Text == val.Text {
+			return 1
+		}
+	}
+	return 0
 }

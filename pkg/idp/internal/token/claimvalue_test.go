@@ -166,3 +166,39 @@ func FuzzFindMember(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMatch checks Match against Values: a claim matches a wanted value
+// exactly when Values reads it and one of its values equals the want.
+func FuzzMatch(f *testing.F) {
+	for _, s := range []string{`"a"`, `["a","b"]`, `[1.0,"1"]`, `true`, `["a",{"b":1}]`, `[null,"a"]`, `"\u0061"`, `[1e1000000000,"a"]`, `[]`} {
+		f.Add(s, uint8(0), "a")
+		f.Add(s, uint8(2), "1")
+	}
+	f.Fuzz(func(t *testing.T, claim string, kind uint8, want string) {
+		v := []byte(claim)
+		if end, err := scanValue(v, 0, 0); err != nil || end != len(v) {
+			return // Lookup hands over one whole, valid value
+		}
+		w := Value{Kind: Kind(kind%3 + 1), Text: want}
+		switch w.Kind {
+		case KindNumber:
+			c, err := CanonicalNumber(want)
+			if err != nil {
+				return
+			}
+			w.Text = c
+		case KindBool:
+			if want != "true" && want != "false" {
+				return
+			}
+		}
+		vals, ok := Values(v)
+		ref := false
+		for _, x := range vals {
+			ref = ref || (x.Kind == w.Kind && x.Text == w.Text)
+		}
+		if got := Match(v, []Value{w}); got != (ok && ref) {
+			t.Fatalf("Match(%s, %+v) = %v; Values: %+v, %v", claim, w, got, vals, ok)
+		}
+	})
+}
