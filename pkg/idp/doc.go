@@ -72,6 +72,21 @@
 // keys(P) names the keys of the object at P. TokenPayload.ClaimAt reads
 // any claim by path.
 //
+// # Several issuers
+//
+// Config.Issuers (TrustedIssuer values) trusts further issuers beside the
+// primary one (Config's own, named Config.IssuerName, "default" unless
+// set), each with its own audiences, algorithms, claim mapping, key cache
+// and unknown-kid budget. A bearer token is routed by its exact iss claim,
+// before any signature work, to the issuer it names: a key of one issuer
+// never verifies a token that names another, and a token naming no
+// trusted issuer is refused (ErrInvalidToken, "wrong issuer") without any
+// key fetch (Stats.UnknownIssuers counts them). User.IssuerName names the
+// issuer of a token; RequireIssuers admits the tokens of some issuers
+// only. Browser sign-in, sessions, the /auth routes, back-channel logout
+// and service tokens use the primary issuer. Ready waits for the keys of
+// every issuer; Stats.Issuers reports each one's keys.
+//
 // # The /auth routes
 //
 // With Config.IncludeRoutes, Plugin.Routes serves the authorization-code
