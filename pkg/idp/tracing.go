@@ -15,7 +15,7 @@ const tracerName = "github.com/idp-proxy/idp-proxy/pkg/idp"
 // Span attribute keys. Values are never tokens, cookies, query strings or
 // claim values.
 const (
-	AttrIssuer  = attribute.Key("idp.issuer")  // the issuer URL, from the configuration
+	AttrIssuer  = attribute.Key("idp.issuer")  // a configured issuer URL: the token's once it is valid, else the primary one
 	AttrCache   = attribute.Key("idp.cache")   // "hit" or "miss": did the verified-token cache answer
 	AttrOutcome = attribute.Key("idp.outcome") // the Outcome's name
 	AttrSession = attribute.Key("idp.session") // the token came from a browser session
@@ -63,7 +63,10 @@ func SetVerdictAttributes(span trace.Span, v Verdict) {
 		span.SetAttributes(AttrClause.String(v.Clause)) // the rule's wording, never token content
 	}
 	if v.Identity != nil {
-		span.SetAttributes(AttrIssuerName.String(v.Identity.User.IssuerName)) // a configured name
+		// A configured name, and the configured URL the token's iss was
+		// verified to equal (with several issuers, not always the primary
+		// one the span started with).
+		span.SetAttributes(AttrIssuerName.String(v.Identity.User.IssuerName), AttrIssuer.String(v.Identity.Payload.Issuer))
 	}
 	if v.Outcome == Unavailable {
 		span.SetStatus(codes.Error, v.Outcome.String())

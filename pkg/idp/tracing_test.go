@@ -122,3 +122,25 @@ func TestNoTracerNoSpans(t *testing.T) {
 		t.Fatal("a cached token's verdict has Cached false")
 	}
 }
+
+// TestTracingIssuerOfToken: with several trusted issuers, idp.authorize
+// names the issuer of the token (URL and name), not the primary one.
+func TestTracingIssuerOfToken(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	a := idptest.NewServer(t)
+	b := idptest.NewServer(t, idptest.Options{PlainIssuer: true})
+	p := newPlugin(t, a, func(c *idp.Config) {
+		c.TracerProvider = tp
+		c.Issuers = []idp.TrustedIssuer{{Name: "ci", IssuerURL: b.Issuer, Audiences: []string{ciAudience},
+			Claims: idp.ClaimMapping{Preset: idp.PresetGeneric}}}
+	})
+	h := p.Middleware(&okHandler{})
+	if r := do(t, h, "GET", "/x", "Authorization", "Bearer "+b.Mint(b.GenericClaims(ciAudience, "deploy-bot", "deployer"))); r.Code != 200 {
+		t.Fatalf("second issuer's token: %d", r.Code)
+	}
+	az := spanAttrs(rec.Ended(), "idp.authorize")
+	if len(az) != 1 || az[0][idp.AttrIssuer] != b.Issuer || az[0][idp.AttrIssuerName] != "ci" {
+		t.Fatalf("idp.authorize: %v, want issuer %s named ci", az, b.Issuer)
+	}
+}
