@@ -11,6 +11,7 @@ const (
 	DefaultSessionMaxAge        = 12 * time.Hour
 	DefaultSessionRefreshMargin = time.Minute
 	DefaultSessionCacheSize     = 10000
+	DefaultSessionRefreshWait   = time.Second
 )
 
 // SessionConfig turns on browser sessions (Config.Session). Zero fields
@@ -44,6 +45,15 @@ type SessionConfig struct {
 	// refreshed (once per session, also under concurrent requests) before
 	// the request is judged. [1m]
 	RefreshMargin time.Duration
+	// RefreshWait bounds how long a request waits for its session's
+	// refresh while the current access token stays valid for more than
+	// twice as long: a provider
+	// that hangs would otherwise hold every such request for HTTPTimeout.
+	// Past the wait the request goes on with the current token, and the
+	// refresh continues for the requests that follow. A request whose
+	// token has expired waits for the refresh (up to HTTPTimeout), as it
+	// cannot go on without it. Negative: always wait. [1s]
+	RefreshWait time.Duration
 	// PostLogoutRedirectURI is where the provider sends the browser after
 	// a logout through its end_session_endpoint (it must be registered at
 	// the provider). "" leaves it to the provider. [""]
@@ -70,6 +80,9 @@ func (c SessionConfig) withDefaults() SessionConfig {
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultSessionCacheSize
+	}
+	if c.RefreshWait == 0 {
+		c.RefreshWait = DefaultSessionRefreshWait
 	}
 	return c
 }

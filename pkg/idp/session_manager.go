@@ -118,6 +118,10 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	case errors.Is(err, errSessionEnded):
 		m.p.cfg.Logger.Info("idp: session ended: the provider refused its refresh", "sub", s.Sub)
 		return "", m.clearCookies(r), ErrNoToken
+	case errors.Is(err, errRefreshPending):
+		// The provider is slow; the token is still valid: use it.
+		m.p.cfg.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
+		return s.Access, cookies, nil
 	case now.Unix() < s.AccessExp:
 		// The provider is unreachable; the token is still valid: use it.
 		m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
@@ -192,39 +196,58 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 		return nil, errSessionEnded
 	}
 	m.mu.Lock()
-	if f, ok := m.flights[s.ID]; ok {
-		m.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.s, f.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	f, ok := m.flights[s.ID]
+	if !ok {
+		f = &refreshFlight{done: make(chan struct{})}
+		m.flights[s.ID] = f
+		// The flight outlives the request that started it (cancelled, or
+		// gone on with its current token): the others wait on it.
+		go m.runRefresh(context.WithoutCancel(ctx), f, s, value)
 	}
-	f := &refreshFlight{done: make(chan struct{})}
-	m.flights[s.ID] = f
 	m.mu.Unlock()
+	// Only a token that stays valid well past the wait is worth going on
+	// with; one about to expire waits for its successor.
+	var waited <-chan time.Time
+	if w := m.cfg.RefreshWait; w > 0 && time.Unix(s.AccessExp, 0).Sub(m.p.cfg.Now()) > 2*w {
+		t := time.NewTimer(m.cfg.RefreshWait)
+		defer t.Stop()
+		waited = t.C
+	}
+	select {
+	case <-f.done:
+		return f.s, f.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-waited:
+		return nil, errRefreshPending
+	}
+}
+
+// errRefreshPending: the session's refresh did not finish within
+// SessionConfig.RefreshWait; the request goes on with its current token.
+var errRefreshPending = errors.New("idp: the session refresh is still under way")
+
+// runRefresh is the flight f: it refreshes s (value is the presented
+// cookie value), then releases the waiters.
+func (m *sessionManager) runRefresh(ctx context.Context, f *refreshFlight, s *session, value string) {
 	defer func() {
 		m.mu.Lock()
 		delete(m.flights, s.ID)
 		m.mu.Unlock()
 		close(f.done)
 	}()
-	// The flight outlives a cancelled first request: the others wait on it.
-	fctx := context.WithoutCancel(ctx)
 	if m.backend != nil {
-		f.s, f.err = m.refreshShared(fctx, s)
-	} else {
-		f.s, f.err = m.refreshTokens(fctx, s)
-		if f.err == nil {
-			if sealed, err := m.sealSession(f.s); err == nil {
-				now := m.p.cfg.Now()
-				m.cache.put(value, openedEntry{s: f.s, replace: sealed}, now)
-				m.cache.put(sealed, openedEntry{s: f.s}, now)
-			}
+		f.s, f.err = m.refreshShared(ctx, s)
+		return
+	}
+	f.s, f.err = m.refreshTokens(ctx, s)
+	if f.err == nil {
+		if sealed, err := m.sealSession(f.s); err == nil {
+			now := m.p.cfg.Now()
+			m.cache.put(value, openedEntry{s: f.s, replace: sealed}, now)
+			m.cache.put(sealed, openedEntry{s: f.s}, now)
 		}
 	}
-	return f.s, f.err
 }
 
 // refreshShared refreshes a backend session under a lock shared by the

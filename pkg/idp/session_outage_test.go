@@ -3,14 +3,18 @@ package idp_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/faultnet"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 // switchBackend is a real (memory) session backend that fails every call
@@ -167,5 +171,47 @@ func TestSessionStoreFailsAtSignOutDeletion(t *testing.T) {
 			t.Fatalf("a copy of the cookie still works after the store came back: %d", resp.StatusCode)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// While the provider hangs, a session whose access token is due for
+// refresh but still valid is served with that token after RefreshWait,
+// not held for HTTPTimeout; the refresh goes on in the background.
+func TestSessionRefreshWaitBoundedWhileProviderHangs(t *testing.T) {
+	var (
+		once sync.Once
+		fp   *faultnet.Proxy
+		d    net.Dialer
+	)
+	client := &http.Client{Transport: &http.Transport{
+		// Every call to the provider goes through a freezable proxy.
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			once.Do(func() { fp = faultnet.New(t, addr) })
+			return d.DialContext(ctx, "tcp", fp.Addr())
+		},
+	}}
+	e := sessionEnvWith(t, idptest.Options{TTL: 4 * time.Second}, nil, func(c *idp.Config) {
+		c.Leeway = -1
+		c.HTTPClient = client
+		c.HTTPTimeout = 30 * time.Second
+		c.Session.RefreshWait = 200 * time.Millisecond
+	})
+	e.signIn(t, "/me")
+	t.Cleanup(func() { fp.Thaw() })
+	time.Sleep(2100 * time.Millisecond) // past half the token's lifetime: due for refresh
+	fp.Freeze()
+	// The bound under test is 200 ms; the 5 s only turns a hang (until
+	// HTTPTimeout) into a failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.base+"/me", nil)
+	r.Header.Set("Accept", "application/json")
+	resp, err := e.client.Do(r)
+	if err != nil {
+		t.Fatalf("a session due for refresh while the provider hangs: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a session due for refresh while the provider hangs: %d, want 200 with the current token", resp.StatusCode)
 	}
 }
