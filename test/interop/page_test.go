@@ -102,6 +102,8 @@ type pageObservation struct {
 		Mine        bool       `json:"mine"`
 		Empty       bool       `json:"empty"`
 		CustomCodes bool       `json:"customCodes"`
+		SignedInAs  string     `json:"signedInAs"`
+		SignOut     string     `json:"signOut"`
 		Status      string     `json:"status"`
 		Error       string     `json:"error"`
 		DialogOpen  bool       `json:"dialogOpen"`
@@ -265,7 +267,7 @@ func TestBrowserShortenerPage(t *testing.T) {
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	p := startProvider(t, providerOptions{RedirectURIs: []string{base + "/auth/callback"}})
 	upstream, sp := startShortener(t, "--trust-identity-headers", "--base-url", base,
-		"--page", "--custom-codes", "--visit-flush-interval", "100ms")
+		"--page", "--custom-codes", "--visit-flush-interval", "100ms", "--logout-url", "/auth/logout")
 	_, proxyBin := binaries(t)
 	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	cfg := filepath.Join(t.TempDir(), "idp-proxy.yaml")
@@ -354,6 +356,9 @@ func TestBrowserShortenerPage(t *testing.T) {
 	}
 	if !o.App.Create || !o.App.Mine || o.App.SignIn || !o.App.Empty || len(o.App.Links) != 0 || !o.App.CustomCodes {
 		t.Errorf("after login the page shows %+v, want the form (with custom codes) and an empty list", *o.App)
+	}
+	if o.App.SignedInAs != "alice" || o.App.SignOut != "/auth/logout" {
+		t.Errorf("after login the header says signed in as %q, sign-out link %q; want alice and /auth/logout", o.App.SignedInAs, o.App.SignOut)
 	}
 	for _, asset := range []string{"/assets/app.js", "/assets/app.css", "/links"} {
 		if !o.loaded("GET", asset, http.StatusOK) {

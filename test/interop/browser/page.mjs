@@ -88,6 +88,9 @@ function readApp() {
     mine: shown('mine'),
     empty: shown('empty'),
     customCodes: !!$('short_code'),
+    // "Signed in as NAME · Sign out" in the header.
+    signedInAs: shown('who') ? ($('who-name')?.textContent ?? '') : '',
+    signOut: $('signout')?.getAttribute('href') ?? '',
     status: $('status')?.textContent ?? '',
     error: shown('error') ? $('error').textContent : '',
     dialogOpen: !!d && d.open,
