@@ -53,8 +53,9 @@ type visitLog struct {
 	pending   atomic.Int64
 	dropped   atomic.Int64
 
-	flushMu    sync.Mutex // one flush at a time; guards retry and lastPrune
+	flushMu    sync.Mutex // one flush at a time; guards retry, lastPrune and hosts
 	retry      []VisitEvent
+	hosts      map[string]string // Referer value → its host, for the flusher
 	lastPrune  time.Time
 	stop, done chan struct{}
 	closeOnce  sync.Once
@@ -64,6 +65,7 @@ func newVisitLog(store VisitStatsStore, interval, retention time.Duration, now f
 	l := &visitLog{
 		store: store, interval: interval, retention: retention, log: log, now: now,
 		parser: visitinfo.NewParser(),
+		hosts:  map[string]string{},
 		stop:   make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.run()
@@ -129,7 +131,7 @@ func (l *visitLog) flush(ctx context.Context) error {
 	for _, r := range raw {
 		a := l.parser.Parse(r.ua)
 		batch = append(batch, VisitEvent{
-			Code: r.code, At: time.Unix(r.at, 0).UTC(), ReferrerHost: visitinfo.ReferrerHost(r.ref),
+			Code: r.code, At: time.Unix(r.at, 0).UTC(), ReferrerHost: l.referrerHost(r.ref),
 			Device: a.Device, Browser: a.Browser, Country: r.country, Bot: a.Bot,
 		})
 	}
@@ -157,6 +159,28 @@ func (l *visitLog) flush(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// maxHosts bounds the referrer cache of the flusher.
+const maxHosts = 10_000
+
+// referrerHost is visitinfo.ReferrerHost, remembered: most visits come
+// from a few referring pages. l.flushMu is held.
+func (l *visitLog) referrerHost(ref string) string {
+	if ref == "" {
+		return ""
+	}
+	if h, ok := l.hosts[ref]; ok {
+		return h
+	}
+	h := visitinfo.ReferrerHost(ref)
+	if len(l.hosts) >= maxHosts {
+		clear(l.hosts)
+	}
+	if len(ref) <= 2048 {
+		l.hosts[ref] = h
+	}
+	return h
 }
 
 // close stops the flusher and writes what is queued.

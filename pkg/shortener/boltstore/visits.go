@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -91,7 +93,13 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		links, vl, vd := tx.Bucket(bucketLinks), tx.Bucket(bucketVisitLog), tx.Bucket(bucketVisitDays)
 		exists := map[string]bool{}
-		var key, dims []byte
+		days := map[string]uint64{} // visitdays key → visits to add
+		// The keys and values of the raw visits, in one buffer: bbolt keeps
+		// the slices it is given until the commit, and a position once
+		// written is never written again (when append moves the buffer,
+		// the slices given so far keep the old one alive).
+		arena := make([]byte, 0, len(events)*64)
+		var dk []byte
 		for _, e := range events {
 			ok, seen := exists[e.Code]
 			if !seen {
@@ -105,20 +113,33 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 			if err != nil {
 				return err
 			}
-			dims = encodeDims(dims[:0], e)
-			key = append(codePrefix(e.Code, 16), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-			binary.BigEndian.PutUint64(key[len(key)-16:], sortableTime(e.At))
-			binary.BigEndian.PutUint64(key[len(key)-8:], seq)
-			if err := vl.Put(key, bytes.Clone(dims)); err != nil {
+			start := len(arena)
+			arena = binary.AppendUvarint(arena, uint64(len(e.Code)))
+			arena = append(arena, e.Code...)
+			arena = binary.BigEndian.AppendUint64(arena, sortableTime(e.At))
+			arena = binary.BigEndian.AppendUint64(arena, seq)
+			mid := len(arena)
+			arena = encodeDims(arena, e)
+			key, val := arena[start:mid:mid], arena[mid:len(arena):len(arena)]
+			if err := vl.Put(key, val); err != nil {
 				return err
 			}
-			dk := binary.BigEndian.AppendUint64(codePrefix(e.Code, 8+len(dims)), sortableTime(shortener.BucketStart(e.At, false)))
-			dk = append(dk, dims...)
+			dk = append(dk[:0], key[:mid-start-16]...)
+			dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(e.At, false)))
+			dk = append(dk, val...)
+			if n, ok := days[string(dk)]; ok {
+				days[string(dk)] = n + 1
+			} else {
+				days[string(dk)] = 1
+			}
+		}
+		// One read and one write per day and dimensions, in key order.
+		for _, k := range slices.Sorted(maps.Keys(days)) {
 			var n uint64
-			if v := vd.Get(dk); len(v) == 8 {
+			if v := vd.Get([]byte(k)); len(v) == 8 {
 				n = binary.BigEndian.Uint64(v)
 			}
-			if err := vd.Put(dk, binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
+			if err := vd.Put([]byte(k), binary.BigEndian.AppendUint64(nil, n+days[k])); err != nil {
 				return err
 			}
 		}
