@@ -1,6 +1,9 @@
 package idp_test
 
 import (
+	"context"
+	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -69,4 +72,37 @@ func TestAllowedRedirectHostsHTTPSOnly(t *testing.T) {
 			t.Errorf("rd %s: %d, want %d", target, rec.Code, want)
 		}
 	}
+}
+
+// Several apps, one sign-in: a page of wiki.example.com sends a browser
+// without a session to the login route on the central callback host,
+// which brings it back to the page after the sign-in.
+func ExamplePlugin_LoginURLFor() {
+	provider, err := idptest.Start(idptest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer provider.Close()
+	p, err := idp.New(context.Background(), idp.Config{
+		ServerURL:            provider.URL,
+		Realm:                "demo",
+		ClientID:             "apps",
+		IncludeRoutes:        true,
+		RedirectURI:          "https://login.example.com/auth/callback",
+		SessionSecret:        []byte("a session secret of 32 bytes or more"),
+		AllowedRedirectHosts: []string{"*.example.com"},
+		Session:              &idp.SessionConfig{CookieDomain: "example.com"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	for _, target := range []string{"https://wiki.example.com/page?x=1", "https://login.example.com/account", "https://evil.test/x"} {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		fmt.Println(p.LoginURLFor(r))
+	}
+	// Output:
+	// https://login.example.com/auth/login?return_to=https%3A%2F%2Fwiki.example.com%2Fpage%3Fx%3D1
+	// /auth/login?return_to=%2Faccount
+	// /auth/login?return_to=%2Fx
 }
