@@ -94,3 +94,40 @@ func ExampleRequireClientRoles() {
 	// true
 	// false
 }
+
+// Rules on any claim: an Entra ID tenant and a verified e-mail domain. A
+// refusal names its clause in the 403 body, never the token's value.
+func ExampleRequireClaim() {
+	provider, err := idptest.Start(idptest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer provider.Close()
+	p, err := idp.New(context.Background(), idp.Config{ServerURL: provider.URL, Realm: "demo", ClientID: "shortener"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	_ = p.WaitReady(context.Background())
+
+	h := p.Require(
+		idp.RequireClaim("tid", "9188040d-6c67-4c5b-b112-36a304b66dad"),
+		idp.RequireEmailDomains("example.com"),
+	)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "welcome") }))
+
+	for _, tid := range []string{"9188040d-6c67-4c5b-b112-36a304b66dad", "another-tenant"} {
+		claims := provider.UserClaims("shortener", "alice") // alice@example.com, email_verified
+		claims["tid"] = tid
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set("Authorization", "Bearer "+provider.Mint(claims))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Print(rec.Code, " ", rec.Body.String())
+		if rec.Code == http.StatusOK {
+			fmt.Println()
+		}
+	}
+	// Output:
+	// 200 welcome
+	// 403 {"type":"about:blank","title":"Forbidden","status":403,"detail":"the token lacks a required claim value","clause":"claims:tid"}
+}
