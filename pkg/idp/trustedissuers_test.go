@@ -294,3 +294,53 @@ func TestTrustedIssuersConfig(t *testing.T) {
 		t.Errorf("WithDefaults: %q %+v", d.IssuerName, d.Issuers[0])
 	}
 }
+
+// Each issuer has its own budget of unknown-kid refetches: noise naming
+// one issuer never delays a key rotation at another.
+func TestTrustedIssuersOwnRefetchBudgets(t *testing.T) {
+	a := idptest.NewServer(t)
+	b := idptest.NewServer(t, idptest.Options{PlainIssuer: true})
+	hour := func(c *idp.Config) {
+		c.UnknownKIDRefreshInterval = time.Hour
+		c.Issuers = []idp.TrustedIssuer{{Name: "ci", IssuerURL: b.Issuer, Audiences: []string{ciAudience},
+			Claims: idp.ClaimMapping{Preset: idp.PresetGeneric}}}
+	}
+	p := newPlugin(t, a, hour)
+	ctx := verifyCtx(t)
+	claims := b.GenericClaims(ciAudience, "bot")
+	claims["iss"] = b.Issuer
+	// ci's budget (one refetch an hour) spent on a kid it does not have.
+	if _, err := p.Verify(ctx, b.MintWith(idptest.MintOptions{KID: "noise-1"}, claims)); err == nil {
+		t.Fatal("a token with a kid ci never published verified")
+	}
+	bFetches := b.JWKSFetches()
+	if _, err := p.Verify(ctx, b.MintWith(idptest.MintOptions{KID: "noise-2"}, claims)); err == nil {
+		t.Fatal("a token with a kid ci never published verified")
+	}
+	if n := b.JWKSFetches(); n != bFetches {
+		t.Errorf("ci's spent budget allowed %d more fetches", n-bFetches)
+	}
+	// The primary rotates: its own budget is untouched, so the new key is
+	// fetched at once.
+	a.RotateKey()
+	if _, err := p.Verify(ctx, a.Mint(a.UserClaims(clientID, "alice"))); err != nil {
+		t.Fatalf("a token under the primary's new key: %v", err)
+	}
+}
+
+// With several issuers, browser sign-in still goes to the primary issuer.
+func TestTrustedIssuersSignInUsesThePrimary(t *testing.T) {
+	b := idptest.NewServer(t, idptest.Options{PlainIssuer: true})
+	e := newFlowEnv(t, idptest.Options{}, func(c *idp.Config) {
+		c.Issuers = []idp.TrustedIssuer{{Name: "ci", IssuerURL: b.Issuer, Audiences: []string{ciAudience}}}
+	})
+	authURL := e.startLogin(t, "")
+	if !strings.HasPrefix(authURL.String(), e.idp.AuthURL()) {
+		t.Fatalf("login redirects to %s, want the primary's %s", authURL, e.idp.AuthURL())
+	}
+	doc := decodeDoc(t, e.get(t, e.authorize(t, authURL)))
+	u, err := verifyUser(t, e.p, doc.AccessToken)
+	if err != nil || u.IssuerName != idp.DefaultIssuerName {
+		t.Fatalf("signed-in user: %+v, %v", u, err)
+	}
+}
