@@ -11,18 +11,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
+	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 )
 
 // setup points the OTEL_* variables at endpoint and returns the provider.
-func setup(t *testing.T, protocol, endpoint string) *tracing.Provider {
+func setup(t *testing.T, protocol, endpoint string) *otlpexport.Provider {
 	t.Helper()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
 	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
 	t.Setenv("OTEL_SERVICE_NAME", "")
-	p, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "svc-test"})
+	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +38,11 @@ func TestShutdownFlushes(t *testing.T) {
 		protocol string
 		recv     func(testing.TB) (*otlptest.Receiver, string)
 	}{
-		{tracing.ProtocolHTTP, func(t testing.TB) (*otlptest.Receiver, string) {
+		{otlpexport.ProtocolHTTP, func(t testing.TB) (*otlptest.Receiver, string) {
 			h := otlptest.NewHTTP(t)
 			return h.Receiver, h.Endpoint()
 		}},
-		{tracing.ProtocolGRPC, func(t testing.TB) (*otlptest.Receiver, string) {
+		{otlpexport.ProtocolGRPC, func(t testing.TB) (*otlptest.Receiver, string) {
 			g := otlptest.NewGRPC(t)
 			return g.Receiver, g.Endpoint()
 		}},
@@ -66,10 +67,10 @@ func TestShutdownFlushes(t *testing.T) {
 
 func TestServiceNameFromEnv(t *testing.T) {
 	h := otlptest.NewHTTP(t)
-	p := setup(t, tracing.ProtocolHTTP, h.Endpoint())
+	p := setup(t, otlpexport.ProtocolHTTP, h.Endpoint())
 	_ = p.Shutdown(context.Background())
 	t.Setenv("OTEL_SERVICE_NAME", "renamed")
-	p, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "svc-test"})
+	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestSetupRefusesUnknownSettings(t *testing.T) {
 		{"OTEL_TRACES_SAMPLER_ARG", "1.5", "OTEL_TRACES_SAMPLER_ARG"},
 	} {
 		env := map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", tc.key: tc.value}
-		_, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: "x", Getenv: func(k string) string { return env[k] }})
+		_, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "x", Getenv: func(k string) string { return env[k] }})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%s: error %v, want one naming %s", tc.key, tc.value, err, tc.want)
 		}
@@ -98,7 +99,7 @@ func TestSetupRefusesUnknownSettings(t *testing.T) {
 
 func TestServerTrustsOnlyConfiguredCallers(t *testing.T) {
 	h := otlptest.NewHTTP(t)
-	p := setup(t, tracing.ProtocolHTTP, h.Endpoint())
+	p := setup(t, otlpexport.ProtocolHTTP, h.Endpoint())
 	trusted, err := tracing.ParsePrefixes([]string{"10.0.0.0/8", "192.0.2.7"})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idp-proxy/idp-proxy/internal/tracing"
+	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
@@ -28,8 +28,8 @@ func TestTraceThroughProxyIntoShortener(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
 	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "1.0")
 	t.Setenv("OTEL_SERVICE_NAME", "")
-	setup := func(name string) *tracing.Provider {
-		p, err := tracing.Setup(context.Background(), tracing.Options{ServiceName: name})
+	setup := func(name string) *otlpexport.Provider {
+		p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: name})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestTraceThroughProxyIntoShortener(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST /shorten through the proxy: %d %s", resp.StatusCode, body)
 	}
-	for _, p := range []*tracing.Provider{proxyTP, shortTP} {
+	for _, p := range []*otlpexport.Provider{proxyTP, shortTP} {
 		if err := p.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}

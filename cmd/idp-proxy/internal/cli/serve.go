@@ -24,6 +24,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
 	"github.com/idp-proxy/idp-proxy/internal/server"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
+	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
@@ -230,7 +231,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		defer func() { _ = rn.sessions.Close() }()
 	}
 	if cfg.Tracing.Enabled {
-		tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "idp-proxy", ServiceVersion: buildinfo.Version})
+		tp, err := otlpexport.Setup(ctx, otlpexport.Options{ServiceName: "idp-proxy", ServiceVersion: buildinfo.Version})
 		if err != nil {
 			return fmt.Errorf("idp-proxy: tracing: %w", err)
 		}
@@ -329,7 +330,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 
 // flushTraces exports the spans still queued, waiting at most 5 s for
 // the collector.
-func flushTraces(tp *tracing.Provider, log *slog.Logger) {
+func flushTraces(tp *otlpexport.Provider, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := tp.Shutdown(ctx); err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
 	"github.com/idp-proxy/idp-proxy/internal/server"
-	"github.com/idp-proxy/idp-proxy/internal/tracing"
+	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/visitinfo"
 )
@@ -66,7 +66,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 	log := newLogger(cfg, logOut)
 	log.Info("starting shortener", "version", buildinfo.String())
 	if cfg.Tracing {
-		tp, err := tracing.Setup(ctx, tracing.Options{ServiceName: "shortener", ServiceVersion: buildinfo.Version})
+		tp, err := otlpexport.Setup(ctx, otlpexport.Options{ServiceName: "shortener", ServiceVersion: buildinfo.Version})
 		if err != nil {
 			return fmt.Errorf("shortener: tracing: %w", err)
 		}
