@@ -66,8 +66,8 @@ func (c IDP) trustedIssuers() []idp.TrustedIssuer {
 // routeIssuersKey matches the key of a rule's issuers list.
 var routeIssuersKey = regexp.MustCompile(`^routes\[\d+\]\.issuers$`)
 
-// locate gives the problems of idp.issuers (idp.IssuerConfigError) and of
-// routes[].issuers the position of their key in the file (file:line:column),
+// locate gives the problems of idp.issuers (idp.IssuerConfigError),
+// idp.issuer_name and routes[].issuers the position of their key in the file (file:line:column),
 // as *KeyError values naming the key, so that check-config points at the
 // line to fix. Other problems are left as they are.
 func (f File) locate(err error) error {
@@ -84,7 +84,7 @@ func (f File) locate(err error) error {
 			key := fmt.Sprintf("idp.issuers[%d].%s", ice.Index, ice.Field)
 			leaves[i] = &KeyError{Key: key, Err: f.at(key, e)}
 			changed = true
-		case errors.As(e, &ke) && routeIssuersKey.MatchString(ke.Key):
+		case errors.As(e, &ke) && (routeIssuersKey.MatchString(ke.Key) || ke.Key == "idp.issuer_name"):
 			leaves[i] = &KeyError{Key: ke.Key, Also: ke.Also, Err: f.at(ke.Key, ke.Err)}
 			changed = true
 		}

@@ -49,6 +49,13 @@ func TestIssuersLoad(t *testing.T) {
 			t.Errorf("rule table lacks %s:\n%s", w, table)
 		}
 	}
+	f, err = Load(writeFile(t, "c.yaml", y), LoadOptions{Env: []string{"IDP_PROXY_IDP_ISSUER_NAME=corp"}})
+	if err == nil {
+		_, err = Compile(f, CompileOptions{})
+	}
+	if err == nil || !strings.Contains(err.Error(), `unknown issuer "company"`) || !strings.Contains(err.Error(), "the trusted issuers are corp,") {
+		t.Errorf("idp.issuer_name from the environment: %v", err)
+	}
 	if _, err := Load(writeFile(t, "c.yaml", y), LoadOptions{Env: []string{"IDP_PROXY_IDP_ISSUERS=x"}}); err == nil ||
 		!strings.Contains(err.Error(), "unknown variable IDP_PROXY_IDP_ISSUERS") {
 		t.Errorf("idp.issuers from the environment: %v", err)
@@ -72,6 +79,8 @@ func TestIssuersErrorsPointAtLines(t *testing.T) {
 		{"duplicate name", strings.Replace(minimalYAML, "client_id: shortener}", `client_id: shortener}
 idp_issuers_placeholder`, 1), nil},
 		{"unknown key in an issuer", minimalYAML + "", nil},
+		{"bad issuer_name", strings.Replace(minimalYAML, "client_id: shortener}", "client_id: shortener,\n  issuer_name: the company}", 1),
+			[]string{"c.yaml:4:3:", `issuer_name "the company"`}},
 	}
 	// Rewrite the two placeholder cases as block YAML.
 	tests[3].yaml = `upstream: {url: "http://127.0.0.1:8000"}
@@ -108,7 +117,7 @@ idp:
 			if strings.HasPrefix(tt.name, "unknown key") {
 				return
 			}
-			if !errors.As(err, &ke) || !strings.Contains(ke.Key, "issuers") {
+			if !errors.As(err, &ke) || !strings.Contains(ke.Key, "issuer") {
 				t.Errorf("no KeyError of an issuers key: %#v", err)
 			}
 		})
