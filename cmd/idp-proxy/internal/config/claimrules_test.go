@@ -22,6 +22,8 @@ headers:
   claims:
     X-Auth-Request-Tenant: tid
     X-Tier: https://example.com/tier
+    X.Dotted: resource_access.app.roles
+    X.Tenant: tid
 `), LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +42,8 @@ headers:
 	if got := r.Claims["mfa"]; len(got) != 1 || got[0] != true {
 		t.Errorf("mfa: %#v", got)
 	}
-	if c.Headers.Claims["X-Auth-Request-Tenant"] != "tid" || c.Headers.Claims["X-Tier"] != "https://example.com/tier" {
+	if len(c.Headers.Claims) != 4 || c.Headers.Claims["X-Auth-Request-Tenant"] != "tid" || c.Headers.Claims["X-Tier"] != "https://example.com/tier" ||
+		c.Headers.Claims["X.Dotted"] != "resource_access.app.roles" {
 		t.Errorf("headers.claims: %v", c.Headers.Claims)
 	}
 	table := cc.Proxy.Table()

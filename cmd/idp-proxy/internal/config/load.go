@@ -70,6 +70,12 @@ func Load(path string, o LoadOptions) (File, error) {
 		if err := doc.Decode(&m); err != nil {
 			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
 		}
+		if h, ok := m["headers"].(map[string]any); ok {
+			// headers.claims is taken from the document as written below:
+			// viper would lower-case its header names and split those
+			// holding a dot into nested keys.
+			delete(h, "claims")
+		}
 		if err := v.MergeConfigMap(m); err != nil {
 			return File{}, fmt.Errorf("proxy: config %s: %w", path, err)
 		}
@@ -143,9 +149,9 @@ func Load(path string, o LoadOptions) (File, error) {
 			exactClaimValues(doc, c.Routes)
 		}
 	}
-	if hc := headerClaimsAsWritten(doc); hc != nil && len(hc) == len(c.Headers.Claims) {
-		// viper lower-cases the header names; they are kept as written,
-		// for check-config's messages and the effective configuration.
+	if hc := headerClaimsAsWritten(doc); hc != nil {
+		// Header names as written (see above): check-config's messages
+		// and the effective configuration show them so.
 		c.Headers.Claims = hc
 	}
 	if len(fromEnv) > 0 {
