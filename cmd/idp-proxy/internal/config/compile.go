@@ -178,6 +178,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		JWKSCacheTTL:      c.JWKSCacheTTL,
 		Algorithms:        c.Algorithms,
 		HTTPTimeout:       c.HTTPTimeout,
+		UnknownKIDWait:    c.UnknownKIDWait,
 		Leeway:            idpNone(c.Leeway),
 		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
 		Claims:            c.Claims.mapping(),

@@ -106,3 +106,27 @@ func TestCheckErrorsAreKeyErrors(t *testing.T) {
 		t.Errorf("errors.As finds no *KeyError in %v", err)
 	}
 }
+
+// The bounds of a hanging provider's waits reach pkg/idp: absent, its
+// defaults; given, as written.
+func TestProviderWaitBounds(t *testing.T) {
+	d := Default()
+	if d.IDP.UnknownKIDWait != idp.DefaultUnknownKIDWait || d.Session.RefreshWait != idp.DefaultSessionRefreshWait {
+		t.Fatalf("defaults: unknown_kid_wait %s, refresh_wait %s", d.IDP.UnknownKIDWait, d.Session.RefreshWait)
+	}
+	f, err := Load(writeFile(t, "c.yaml", `upstream: {url: "http://127.0.0.1:8000"}
+idp: {server_url: "http://127.0.0.1:8080", realm: demo, client_id: shortener, unknown_kid_wait: 2s,
+  include_routes: true, redirect_uri: "http://127.0.0.1:4180/auth/callback", session_secret: "a session secret of at least 32 bytes"}
+session: {enabled: true, refresh_wait: 3s}
+`), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(f, CompileOptions{NoSecrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IDP.UnknownKIDWait != 2*time.Second || c.IDP.Session == nil || c.IDP.Session.RefreshWait != 3*time.Second {
+		t.Fatalf("unknown_kid_wait %s, session %+v", c.IDP.UnknownKIDWait, c.IDP.Session)
+	}
+}

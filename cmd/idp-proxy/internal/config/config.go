@@ -91,7 +91,10 @@ type IDP struct {
 	JWKSCacheTTL      time.Duration `mapstructure:"jwks_cache_ttl"` // [1h]
 	Algorithms        []string      `mapstructure:"algorithms"`     // [RS256]
 	HTTPTimeout       time.Duration `mapstructure:"http_timeout"`   // [10s]
-	Leeway            time.Duration `mapstructure:"leeway"`         // [10s]; 0 = none
+	// UnknownKIDWait bounds how long a token with an unknown kid waits
+	// for the key-set fetch it starts or joins (then 503). [500ms]
+	UnknownKIDWait time.Duration `mapstructure:"unknown_kid_wait"`
+	Leeway         time.Duration `mapstructure:"leeway"` // [10s]; 0 = none
 	// VerifiedCacheSize bounds the cache of verified tokens; 0 disables
 	// it. [10000]
 	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
@@ -177,6 +180,8 @@ func Default() File {
 			HTTPTimeout:   id.HTTPTimeout,
 			Leeway:        id.Leeway,
 
+			UnknownKIDWait: id.UnknownKIDWait,
+
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
 			IssuerName:        id.IssuerName,
@@ -205,6 +210,7 @@ func Default() File {
 			CookieName:    id.Session.CookieName,
 			MaxAge:        id.Session.MaxAge,
 			RefreshMargin: id.Session.RefreshMargin,
+			RefreshWait:   id.Session.RefreshWait,
 		},
 	}
 }

@@ -29,6 +29,7 @@ var idpMessageKeys = map[string]string{
 	"session cookie name":     "session.cookie_name",
 	"session max age":         "session.max_age",
 	"session refresh margin":  "session.refresh_margin",
+	"unknown-kid wait":        "idp.unknown_kid_wait",
 	"previous session secret": "session.previous_secrets_file",
 }
 

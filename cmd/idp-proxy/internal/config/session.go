@@ -33,6 +33,10 @@ type Session struct {
 	// RefreshMargin: access tokens that expire within it are refreshed
 	// before the request is judged. [1m]
 	RefreshMargin time.Duration `mapstructure:"refresh_margin"`
+	// RefreshWait bounds how long a request waits for its session's
+	// refresh while the current token stays valid (then it goes on with
+	// it). [1s]
+	RefreshWait time.Duration `mapstructure:"refresh_wait"`
 	// PostLogoutRedirectURI is where the provider sends the browser after
 	// logout (registered at the provider). [""]
 	PostLogoutRedirectURI string `mapstructure:"post_logout_redirect_uri"`
@@ -79,6 +83,7 @@ func (s Session) sessionConfig(noSecrets bool) (*idp.SessionConfig, error) {
 		CookieName:            s.CookieName,
 		MaxAge:                s.MaxAge,
 		RefreshMargin:         s.RefreshMargin,
+		RefreshWait:           s.RefreshWait,
 		PostLogoutRedirectURI: s.PostLogoutRedirectURI,
 	}
 	sc.CookieDomain = s.CookieDomain
