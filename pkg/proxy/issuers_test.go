@@ -123,3 +123,27 @@ func TestIssuersRuleErrors(t *testing.T) {
 		t.Errorf("known issuers: %v", err)
 	}
 }
+
+// Rules compiled against one set of issuer names do not serve a plugin
+// with another: a rule could name an issuer the plugin does not trust.
+func TestIssuersCompiledAgainstThePlugin(t *testing.T) {
+	ic := idp.Config{ServerURL: "http://127.0.0.1:1", Realm: "demo", ClientID: "c",
+		Issuers: []idp.TrustedIssuer{{Name: "ci", IssuerURL: "http://127.0.0.1:2", Audiences: []string{"a"}}}}
+	cfg := DefaultConfig()
+	cfg.Upstream.URL = "http://127.0.0.1:3"
+	cfg.Routes = []RouteConfig{{Match: "/deploy/", Issuers: []string{"ci"}}}
+	c, err := Compile(cfg, ic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := ic
+	other.Issuers = nil
+	plugin, err := idp.New(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plugin.Close() })
+	if _, err := NewCompiled(plugin, c, Options{}); err == nil || !strings.Contains(err.Error(), "issuer names differ") {
+		t.Fatalf("NewCompiled with a plugin without ci: %v", err)
+	}
+}
