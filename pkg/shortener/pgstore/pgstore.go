@@ -45,9 +45,9 @@ var _ shortener.Store = (*Store)(nil)
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// Not wrapped: the error of ParseConfig holds the DSN, password
+		// ParseConfig's error is not wrapped: it holds the DSN, password
 		// included.
-		return nil, errors.New("shortener: pgstore: invalid connection string: " + DSNProblem(err))
+		return nil, fmt.Errorf("%w: %s", ErrInvalidDSN, DSNProblem(err))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -63,6 +63,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	return &Store{pool: pool}, nil
 }
+
+// ErrInvalidDSN: Open was given a connection string that does not parse
+// (a configuration error, unlike a database that does not answer).
+var ErrInvalidDSN = errors.New("shortener: pgstore: invalid connection string")
 
 // DSNProblem says what is wrong in a DSN that pgxpool.ParseConfig (or
 // Open) refused, without quoting the DSN: e.g. "cannot parse

@@ -97,7 +97,9 @@ Identity (pick at most one):
 Faults and stopping:
   --store-timeout bounds each store call: a store that hangs (a frozen
   PostgreSQL) answers 503 "the link store is unavailable" with Retry-After
-  after it, like a store that is down.
+  after it, like a store that is down. A PostgreSQL that does not answer
+  at start does not stop the start: it is connected (and migrated) in the
+  background, and links answer 503 until then.
   SIGTERM drains: /health answers 503 at once, the listener keeps accepting
   for --drain-delay while load balancers stop sending, every answer says
   "Connection: close", then in-flight requests get --shutdown-timeout.

@@ -145,3 +145,52 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 }
+
+// PostgreSQL down at start does not stop the shortener: it starts, every
+// route that needs the store answers 503 (and /health 503), and once
+// PostgreSQL answers it connects, migrates and serves, without a restart.
+func TestStartsWithPostgresDown(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, pgtest.DSN(t, "the PostgreSQL-down-at-start test"), "shortener_down_")
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := faultnet.New(t, u.Host)
+	fp.Down()
+	u.Host = fp.Addr()
+	base, stop, logs := startRun(t, baseConfig(u.String()))
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run: %v\n%s", err, logs)
+		}
+	}()
+	client := &http.Client{Timeout: 10 * time.Second}
+	post := func() (int, string) {
+		t.Helper()
+		resp, err := client.Post(base+"/shorten", "application/json", strings.NewReader(`{"url":"https://example.com/later"}`))
+		if err != nil {
+			t.Fatalf("POST /shorten: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(); code != http.StatusServiceUnavailable || !strings.Contains(body, "the link store is unavailable") {
+		t.Fatalf("POST with PostgreSQL down since the start: %d %s", code, body)
+	}
+	if resp, err := client.Get(base + "/health"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("health with PostgreSQL down: %v %v", resp, err)
+	}
+	fp.Up()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := post()
+		if code == http.StatusCreated {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("POST after PostgreSQL came up: %d %s\n%s", code, body, logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

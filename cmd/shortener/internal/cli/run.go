@@ -81,7 +81,7 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 		cfg.tracerProvider = tp.TracerProvider()
 		log.Info("tracing on", "protocol", tp.Protocol(), "trace_parent_from", cfg.TraceParentFrom)
 	}
-	store, desc, err := openStore(ctx, cfg.Store)
+	store, desc, err := openStore(ctx, cfg.Store, log)
 	if err != nil {
 		log.Error("cannot open the store", "err", err)
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"slices"
@@ -117,7 +118,11 @@ func looksLikeKeywordDSN(spec string) bool {
 
 // openStore opens the store named by spec and returns it with a loggable
 // description (passwords removed).
-func openStore(ctx context.Context, spec string) (shortener.Store, string, error) {
+//
+// A PostgreSQL that does not answer at start does not stop the start: the
+// store connects in the background (see lazyStore), and until then every
+// route that needs it answers 503. A DSN that does not parse does.
+func openStore(ctx context.Context, spec string, log *slog.Logger) (shortener.Store, string, error) {
 	kind, arg, err := parseStore(spec)
 	if err != nil {
 		return nil, "", err
@@ -126,13 +131,22 @@ func openStore(ctx context.Context, spec string) (shortener.Store, string, error
 	case kindMemory:
 		return memstore.New(), "memory (links are lost on exit)", nil
 	case kindPostgres:
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		s, err := pgstore.Open(ctx, arg)
-		if err != nil {
+		desc := "postgres " + redact(arg)
+		octx, cancel := context.WithTimeout(ctx, pgFirstConnectTimeout)
+		s, err := pgstore.Open(octx, arg)
+		cancel()
+		switch {
+		case errors.Is(err, pgstore.ErrInvalidDSN):
 			return nil, "", err
+		case err != nil:
+			log.Warn("PostgreSQL does not answer; starting without it: links answer 503 until it does", "err", err)
+			return newLazyStore(func(ctx context.Context) (shortener.Store, error) {
+				ctx, cancel := context.WithTimeout(ctx, 2*pgFirstConnectTimeout)
+				defer cancel()
+				return pgstore.Open(ctx, arg)
+			}, pgReconnectInterval, log), desc + " (not connected yet)", nil
 		}
-		return s, "postgres " + redact(arg), nil
+		return s, desc, nil
 	default:
 		s, err := boltstore.Open(arg, boltstore.Options{})
 		if err != nil {
@@ -141,6 +155,13 @@ func openStore(ctx context.Context, spec string) (shortener.Store, string, error
 		return s, "bolt " + arg, nil
 	}
 }
+
+// PostgreSQL at start: how long the first connection may take before the
+// shortener starts without it, and how often it tries again.
+const (
+	pgFirstConnectTimeout = 5 * time.Second
+	pgReconnectInterval   = 2 * time.Second
+)
 
 // redact hides the password of a DSN (URL or keyword/value form).
 func redact(dsn string) string {

@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+)
+
+// lazyStore is a store that is not connected yet: a PostgreSQL that does
+// not answer at start is an outage like any other, not a reason to stay
+// down. Until the background connection succeeds every call fails with
+// errStoreConnecting (the handlers answer 503 "the link store is
+// unavailable" and /health 503), and from then on calls go to the store.
+type lazyStore struct {
+	cur    atomic.Pointer[shortener.Store]
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ shortener.Store = (*lazyStore)(nil)
+
+// errStoreConnecting: the store has not been reached since the start.
+var errStoreConnecting = errors.New("shortener: the link store is not connected yet")
+
+// newLazyStore calls open every interval until it succeeds or Close is
+// called, logging each failure.
+func newLazyStore(open func(context.Context) (shortener.Store, error), interval time.Duration, log *slog.Logger) *lazyStore {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &lazyStore{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			s, err := open(ctx)
+			if err == nil {
+				l.cur.Store(&s)
+				log.Info("store connected: serving links again")
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("the store is still unreachable; links answer 503 until it answers", "err", err)
+		}
+	}()
+	return l
+}
+
+func (l *lazyStore) store() (shortener.Store, error) {
+	if s := l.cur.Load(); s != nil {
+		return *s, nil
+	}
+	return nil, errStoreConnecting
+}
+
+func (l *lazyStore) Create(ctx context.Context, link shortener.Link) error {
+	s, err := l.store()
+	if err != nil {
+		return err
+	}
+	return s.Create(ctx, link)
+}
+
+func (l *lazyStore) Get(ctx context.Context, code string) (shortener.Link, error) {
+	s, err := l.store()
+	if err != nil {
+		return shortener.Link{}, err
+	}
+	return s.Get(ctx, code)
+}
+
+func (l *lazyStore) List(ctx context.Context, owner string, after shortener.Cursor, limit int) ([]shortener.Link, error) {
+	s, err := l.store()
+	if err != nil {
+		return nil, err
+	}
+	return s.List(ctx, owner, after, limit)
+}
+
+func (l *lazyStore) Delete(ctx context.Context, code, owner string) error {
+	s, err := l.store()
+	if err != nil {
+		return err
+	}
+	return s.Delete(ctx, code, owner)
+}
+
+func (l *lazyStore) Visit(ctx context.Context, code string, now time.Time) (shortener.Link, error) {
+	s, err := l.store()
+	if err != nil {
+		return shortener.Link{}, err
+	}
+	return s.Visit(ctx, code, now)
+}
+
+func (l *lazyStore) AddVisits(ctx context.Context, counts map[string]int64) error {
+	s, err := l.store()
+	if err != nil {
+		return err
+	}
+	return s.AddVisits(ctx, counts)
+}
+
+func (l *lazyStore) Ping(ctx context.Context) error {
+	s, err := l.store()
+	if err != nil {
+		return err
+	}
+	return s.Ping(ctx)
+}
+
+// Close stops connecting and closes the store if it was reached.
+func (l *lazyStore) Close() error {
+	l.cancel()
+	<-l.done
+	if s := l.cur.Load(); s != nil {
+		return (*s).Close()
+	}
+	return nil
+}
+
+// The optional capabilities of the store, forwarded once it is connected
+// (pgstore has both); before that they fail like every other call.
+
+var (
+	_ shortener.Editor          = (*lazyStore)(nil)
+	_ shortener.VisitStatsStore = (*lazyStore)(nil)
+)
+
+func (l *lazyStore) Edit(ctx context.Context, code, owner string, e shortener.LinkEdit) (shortener.Link, error) {
+	s, err := l.store()
+	if err != nil {
+		return shortener.Link{}, err
+	}
+	ed, ok := s.(shortener.Editor)
+	if !ok {
+		return shortener.Link{}, shortener.ErrNotSupported
+	}
+	return ed.Edit(ctx, code, owner, e)
+}
+
+func (l *lazyStore) visitStats() (shortener.VisitStatsStore, error) {
+	s, err := l.store()
+	if err != nil {
+		return nil, err
+	}
+	vs, ok := s.(shortener.VisitStatsStore)
+	if !ok {
+		return nil, shortener.ErrNotSupported
+	}
+	return vs, nil
+}
+
+func (l *lazyStore) RecordVisits(ctx context.Context, events []shortener.VisitEvent) error {
+	vs, err := l.visitStats()
+	if err != nil {
+		return err
+	}
+	return vs.RecordVisits(ctx, events)
+}
+
+func (l *lazyStore) PruneVisits(ctx context.Context, before time.Time) error {
+	vs, err := l.visitStats()
+	if err != nil {
+		return err
+	}
+	return vs.PruneVisits(ctx, before)
+}
+
+func (l *lazyStore) VisitStats(ctx context.Context, code string, q shortener.StatsQuery) (shortener.VisitStats, error) {
+	vs, err := l.visitStats()
+	if err != nil {
+		return shortener.VisitStats{}, err
+	}
+	return vs.VisitStats(ctx, code, q)
+}
