@@ -301,24 +301,26 @@ func (c Config) WithDefaults() Config { return c.withDefaults() }
 // joined, each wrapping ErrConfig.
 func (c Config) validate() error {
 	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	report := func(field string, missing bool, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Missing: missing, Problem: fmt.Sprintf(format, args...)})
 	}
+	bad := func(field, format string, args ...any) { report(field, false, format, args...) }
+	missing := func(field, format string, args ...any) { report(field, true, format, args...) }
 	switch {
 	case c.IssuerURL != "":
 		if c.ServerURL != "" || c.Realm != "" {
-			bad("issuer_url excludes server_url and realm: set issuer_url (any OpenID Connect provider) or server_url and realm (a Keycloak realm), not both")
+			bad("issuer_url", "issuer_url excludes server_url and realm: set issuer_url (any OpenID Connect provider) or server_url and realm (a Keycloak realm), not both")
 		}
 		if err := checkIssuerURL(c.IssuerURL); err != nil {
-			bad("issuer_url: %v", err)
+			bad("issuer_url", "issuer_url: %v", err)
 		}
 	case c.ServerURL == "" && c.Realm == "":
-		bad("server_url is required with realm (a Keycloak realm), or issuer_url (any OpenID Connect provider)")
+		missing("server_url", "server_url is required with realm (a Keycloak realm), or issuer_url (any OpenID Connect provider)")
 	default:
-		c.checkRealmForm(bad)
+		c.checkRealmForm(bad, missing)
 	}
 	if c.ClientID == "" {
-		bad("client_id is required")
+		missing("client_id", "client_id is required")
 	}
 	if err := c.Claims.Validate(); err != nil {
 		errs = append(errs, err)
@@ -326,79 +328,81 @@ func (c Config) validate() error {
 	switch c.TokenLocation {
 	case TokenLocationHeader, TokenLocationCookie:
 	default:
-		bad("token_location %q: want HEADER or COOKIE", c.TokenLocation)
+		bad("token_location", "token_location %q: want HEADER or COOKIE", c.TokenLocation)
 	}
 	if c.TokenLocation == TokenLocationCookie && !validCookieName(c.CookieName) {
-		bad("cookie_name %q is not a valid cookie name", c.CookieName)
+		bad("cookie_name", "cookie_name %q is not a valid cookie name", c.CookieName)
 	}
 	if c.IncludeRoutes {
 		if c.RedirectURI == "" {
-			bad("redirect_uri is required when include_routes is true")
+			missing("redirect_uri", "redirect_uri is required when include_routes is true")
 		} else if err := checkHTTPURL(c.RedirectURI); err != nil {
-			bad("redirect_uri: %v", err)
+			bad("redirect_uri", "redirect_uri: %v", err)
 		}
-		if len(c.SessionSecret) < 32 {
-			bad("a session secret of at least 32 bytes is required when include_routes is true")
+		if len(c.SessionSecret) == 0 {
+			missing("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
+		} else if len(c.SessionSecret) < 32 {
+			bad("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
 		} else if m := PlaceholderSecret(c.SessionSecret); m != "" {
-			bad("the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
+			bad("session_secret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}
 	if _, err := compileRedirectHosts(c.AllowedRedirectHosts); err != nil {
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			bad("%v", e)
+			bad("allowed_redirect_hosts", "%v", e)
 		}
 	}
 	if c.Session != nil {
 		if !c.IncludeRoutes {
-			bad("sessions need include_routes: the login routes start them")
+			bad("include_routes", "sessions need include_routes: the login routes start them")
 		}
-		c.Session.validate(bad)
+		c.Session.validate(func(field, format string, args ...any) { bad("session."+field, format, args...) })
 		if c.Session.CookieDomain != "" {
 			if err := checkCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
-				bad("session cookie domain %q: %v", c.Session.CookieDomain, err)
+				bad("session.cookie_domain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
 			}
 		}
 	}
 	for _, p := range c.ExcludedPaths {
 		if !strings.HasPrefix(p, "/") {
-			bad("excluded_paths: %q must start with '/'", p)
+			bad("excluded_paths", "excluded_paths: %q must start with '/'", p)
 		}
 	}
 	if c.JWKSCacheTTL < 0 {
-		bad("jwks_cache_ttl must be positive, got %s", c.JWKSCacheTTL)
+		bad("jwks_cache_ttl", "jwks_cache_ttl must be positive, got %s", c.JWKSCacheTTL)
 	}
 	if c.HTTPTimeout < 0 {
-		bad("http_timeout must be positive, got %s", c.HTTPTimeout)
+		bad("http_timeout", "http_timeout must be positive, got %s", c.HTTPTimeout)
 	}
 	if c.UnknownKIDWait < 0 {
-		bad("unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
+		bad("unknown_kid_wait", "unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
 	}
 	if c.UnknownKIDRefreshInterval < 0 {
-		bad("unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
+		bad("unknown_kid_refresh_interval", "unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
 	}
 	if c.MaxTokenBytes < 0 {
-		bad("max token bytes must be positive, got %d", c.MaxTokenBytes)
+		bad("max_token_bytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
 	}
-	checkAlgorithms(c.Algorithms, bad)
+	checkAlgorithms(c.Algorithms, func(format string, args ...any) { bad("algorithms", format, args...) })
 	c.validateIssuers(bad, &errs)
 	return errors.Join(errs...)
 }
 
 // checkRealmForm reports the problems of the Keycloak shorthand,
 // server_url and realm.
-func (c Config) checkRealmForm(bad func(format string, args ...any)) {
+func (c Config) checkRealmForm(bad, missing func(field, format string, args ...any)) {
 	if c.ServerURL == "" {
-		bad("server_url is required")
+		missing("server_url", "server_url is required")
 	} else if err := checkHTTPURL(c.ServerURL); err != nil {
-		bad("server_url: %v", err)
+		bad("server_url", "server_url: %v", err)
 	} else if base, realm, ok := strings.Cut(c.ServerURL, "/realms/"); ok {
-		bad("server_url %q already names a realm: set server_url to %q and realm to %q (the issuer is server_url/realms/realm)",
+		bad("server_url", "server_url %q already names a realm: set server_url to %q and realm to %q (the issuer is server_url/realms/realm)",
 			c.ServerURL, base, strings.Trim(realm, "/"))
 	}
 	if c.Realm == "" {
-		bad("realm is required")
+		missing("realm", "realm is required")
 	} else if strings.ContainsAny(c.Realm, "/?#") || strings.TrimSpace(c.Realm) != c.Realm {
-		bad("realm %q: must not contain '/', '?', '#' or surrounding spaces", c.Realm)
+		bad("realm", "realm %q: must not contain '/', '?', '#' or surrounding spaces", c.Realm)
 	}
 }
 

@@ -157,3 +157,48 @@ func TestPlaceholderSessionSecretRefused(t *testing.T) {
 		t.Errorf("a generated secret: %v", err)
 	}
 }
+
+// Every problem Validate reports is a *ConfigError naming its field by
+// key, Missing only for a required field that is not set, so a caller
+// can point at the key without reading the message.
+func TestConfigErrorsNameTheirField(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		cfg     idp.Config
+		field   string
+		missing bool
+	}{
+		{"no realm", idp.Config{ServerURL: "http://127.0.0.1:8080", ClientID: "c"}, "realm", true},
+		{"no client id", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "r"}, "client_id", true},
+		{"bad realm", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "a/b", ClientID: "c"}, "realm", false},
+		{"no redirect uri", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, SessionSecret: []byte(strings.Repeat("k", 32))}, "redirect_uri", true},
+		{"short session secret", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "http://127.0.0.1:4180/auth/callback", SessionSecret: []byte("short")}, "session_secret", false},
+		{"symmetric algorithm", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", Algorithms: []string{"HS256"}}, "algorithms", false},
+		{"session cookie domain", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "https://login.example.org/auth/callback", SessionSecret: []byte(strings.Repeat("k", 32)),
+			Session: &idp.SessionConfig{CookieDomain: "example.com"}}, "session.cookie_domain", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			if !errors.Is(err, idp.ErrConfig) {
+				t.Fatalf("Validate = %v, want an ErrConfig", err)
+			}
+			found := false
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				var ce *idp.ConfigError
+				if !errors.As(e, &ce) {
+					t.Errorf("%v is not a *ConfigError", e)
+					continue
+				}
+				if ce.Field == tc.field {
+					found = true
+					if ce.Missing != tc.missing {
+						t.Errorf("%s: Missing = %v, want %v", ce.Field, ce.Missing, tc.missing)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("Validate = %v, want a problem of %s", err, tc.field)
+			}
+		})
+	}
+}

@@ -40,6 +40,25 @@ var (
 	ErrConfig = errors.New("idp: invalid config")
 )
 
+// ConfigError is one problem Config.Validate (and New) found in a Config:
+// the field concerned, by its configuration key, and what is wrong with
+// it. It wraps ErrConfig. Match it with errors.As to point a user at the
+// key to fix.
+type ConfigError struct {
+	// Field is the field's key as Config's documentation and
+	// idp-proxy's idp section spell it ("realm", "redirect_uri",
+	// "session_secret"), or "session." and the key for a SessionConfig
+	// field ("session.cookie_domain", "session.previous_secrets").
+	Field string
+	// Missing reports that the field is required and not set.
+	Missing bool
+	// Problem says what is wrong, naming the field ("realm is required").
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return ErrConfig.Error() + ": " + e.Problem }
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
 // invalid returns an error wrapping ErrInvalidToken with a reason that is
 // safe to show to the client (it never contains the token or claim
 // values) and the cause, for logs (may be nil).

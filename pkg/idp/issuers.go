@@ -113,9 +113,9 @@ func (e *IssuerConfigError) Unwrap() error { return e.Err }
 
 // validateIssuers reports the problems of c.IssuerName and c.Issuers
 // (defaults applied) through bad, and as *IssuerConfigError in errs.
-func (c Config) validateIssuers(bad func(format string, args ...any), errs *[]error) {
+func (c Config) validateIssuers(bad func(field, format string, args ...any), errs *[]error) {
 	if !validIssuerName(c.IssuerName) {
-		bad("issuer_name %q: want 1 to 64 letters, digits, '.', '_' or '-'", c.IssuerName)
+		bad("issuer_name", "issuer_name %q: want 1 to 64 letters, digits, '.', '_' or '-'", c.IssuerName)
 	}
 	names := map[string]string{c.IssuerName: "issuer_name"}
 	urls := map[string]string{c.Issuer(): "the primary issuer (" + c.IssuerName + ")"}
@@ -149,13 +149,7 @@ func (c Config) validateIssuers(bad func(format string, args ...any), errs *[]er
 		case t.ServerURL == "" && t.Realm == "":
 			ibad("issuer_url", "issuer_url is required (or server_url and realm, a Keycloak realm)")
 		default:
-			Config{ServerURL: t.ServerURL, Realm: t.Realm}.checkRealmForm(func(format string, args ...any) {
-				field := "server_url"
-				if strings.HasPrefix(format, "realm") {
-					field = "realm"
-				}
-				ibad(field, format, args...)
-			})
+			Config{ServerURL: t.ServerURL, Realm: t.Realm}.checkRealmForm(ibad, ibad)
 		}
 		if t.IssuerURL != "" || t.ServerURL != "" && t.Realm != "" {
 			iss := t.Issuer()

@@ -87,21 +87,21 @@ func (c SessionConfig) withDefaults() SessionConfig {
 	return c
 }
 
-func (c SessionConfig) validate(bad func(string, ...any)) {
+func (c SessionConfig) validate(bad func(field, format string, args ...any)) {
 	if !validCookieName(c.CookieName) || strings.HasPrefix(c.CookieName, "__") {
-		bad("session cookie name %q: want a cookie token without a __ prefix (the __Host- prefix is added on https)", c.CookieName)
+		bad("cookie_name", "session cookie name %q: want a cookie token without a __ prefix (the __Host- prefix is added on https)", c.CookieName)
 	}
 	if c.MaxAge < time.Minute {
-		bad("session max age %s: want at least 1m", c.MaxAge)
+		bad("max_age", "session max age %s: want at least 1m", c.MaxAge)
 	}
 	if c.RefreshMargin < 0 || c.RefreshMargin >= c.MaxAge {
-		bad("session refresh margin %s: want 0 or more and less than the max age", c.RefreshMargin)
+		bad("refresh_margin", "session refresh margin %s: want 0 or more and less than the max age", c.RefreshMargin)
 	}
 	for i, s := range c.PreviousSecrets {
 		if len(s) < 32 {
-			bad("previous session secret %d: at least 32 bytes", i+1)
+			bad("previous_secrets", "previous session secret %d: at least 32 bytes", i+1)
 		} else if m := PlaceholderSecret(s); m != "" {
-			bad("previous session secret %d is a placeholder (it contains %q)", i+1, m)
+			bad("previous_secrets", "previous session secret %d is a placeholder (it contains %q)", i+1, m)
 		}
 	}
 }

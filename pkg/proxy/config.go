@@ -222,7 +222,7 @@ func (c Config) validate() error {
 	}
 	if c.Upstream.URL == "" && len(c.Upstreams) == 0 {
 		if !c.ForwardAuth.Enabled {
-			bad(keys("upstream.url", "forward_auth.enabled"), "upstream.url is required (or upstreams: several apps; or forward_auth.enabled: forward-auth only)")
+			errs = append(errs, missingKeyf(keys("upstream.url", "forward_auth.enabled"), "upstream.url is required (or upstreams: several apps; or forward_auth.enabled: forward-auth only)"))
 		}
 	}
 	errs = append(errs, c.Upstream.validate("upstream.")...)

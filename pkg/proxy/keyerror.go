@@ -11,7 +11,10 @@ type KeyError struct {
 	// Also are the other settings the problem concerns, if any
 	// ("upstream.url is required (unless forward_auth.enabled)").
 	Also []string
-	Err  error
+	// Missing reports that the setting is required and not set, so a
+	// caller can say where it may be set.
+	Missing bool
+	Err     error
 }
 
 func (e *KeyError) Error() string { return e.Err.Error() }
@@ -20,6 +23,11 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // keyErrorf returns a "proxy: "-prefixed problem of the settings keys.
 func keyErrorf(keys []string, format string, args ...any) error {
 	return &KeyError{Key: keys[0], Also: keys[1:], Err: fmt.Errorf("proxy: "+format, args...)}
+}
+
+// missingKeyf is keyErrorf for a required setting that is not set.
+func missingKeyf(keys []string, format string, args ...any) error {
+	return &KeyError{Key: keys[0], Also: keys[1:], Missing: true, Err: fmt.Errorf("proxy: "+format, args...)}
 }
 
 // keys is keyErrorf's list of keys, for readability at the call sites.

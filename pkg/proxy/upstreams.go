@@ -140,7 +140,8 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			continue
 		}
 		if uc.URL == "" {
-			bad(i, "url is required")
+			k := fmt.Sprintf("upstreams[%d]", i)
+			errs = append(errs, missingKeyf(keys(k), k+": url is required"))
 			continue
 		}
 		hc := rc.Headers.apply(cfg.Headers)

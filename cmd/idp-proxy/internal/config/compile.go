@@ -243,3 +243,12 @@ func keyErrorf(keys []string, format string, args ...any) error {
 }
 
 func keys(k ...string) []string { return k }
+
+// missingKeyf is keyErrorf for a required key that is not set.
+func missingKeyf(keys []string, format string, args ...any) error {
+	err := keyErrorf(keys, format, args...)
+	if ke, ok := err.(*KeyError); ok {
+		ke.Missing = true
+	}
+	return err
+}

@@ -20,68 +20,61 @@ var keyFlags = map[string]string{
 // KeyFlag returns the flag that sets key, or "".
 func KeyFlag(key string) string { return keyFlags[key] }
 
-// idpMessageKeys are the idp section's keys of idp.Config's messages
-// that do not start with their key's name.
-var idpMessageKeys = map[string]string{
-	"a session secret":        "idp.session_secret",
-	"sessions need":           "idp.include_routes",
-	"session cookie domain":   "session.cookie_domain",
-	"session cookie name":     "session.cookie_name",
-	"session max age":         "session.max_age",
-	"session refresh margin":  "session.refresh_margin",
-	"unknown-kid wait":        "idp.unknown_kid_wait",
-	"previous session secret": "session.previous_secrets_file",
+// sessionFieldKeys are the session section's keys of idp.ConfigError
+// fields that idp-proxy spells differently.
+var sessionFieldKeys = map[string]string{
+	"session.previous_secrets": "session.previous_secrets_file",
+}
+
+// idpFieldKey returns idp-proxy's key of an idp.ConfigError's field:
+// "session." fields are the session section's, the others the idp
+// section's; "" when idp-proxy has no such key.
+func idpFieldKey(field string, known []string) string {
+	key := "idp." + field
+	if strings.HasPrefix(field, "session.") {
+		key = field
+		if k, ok := sessionFieldKeys[field]; ok {
+			key = k
+		}
+	}
+	if field == "" || !slices.Contains(known, key) {
+		return ""
+	}
+	return key
 }
 
 // explain rewrites the problems Compile found so that each names where
-// it is set: idp.Config's own messages ("realm is required") become
-// *KeyError values under their key ("idp.realm is required"), and a
-// missing required key says in which file and with which environment
-// variable (or flag) to set it. Without a file, a first line says that
-// none was given.
+// it is set: idp.Config's problems (*idp.ConfigError) become *KeyError
+// values under their key ("idp.realm: realm is required"), and a missing
+// required key says in which file and with which environment variable
+// (or flag) to set it. Without a file, a first line says that none was
+// given.
 func (f File) explain(errs []error) []error {
 	var flat []error
 	for _, e := range errs {
 		flat = append(flat, flatten(e)...)
 	}
-	idpKeys := map[string]bool{}
-	for _, k := range knownKeys() {
-		if rest, ok := strings.CutPrefix(k, "idp."); ok {
-			idpKeys[rest] = true
-		}
-	}
+	known := knownKeys()
 	missing := false
 	for i, e := range flat {
-		if ke, ok := e.(*KeyError); ok {
-			if strings.Contains(ke.Err.Error(), " is required") {
+		var ke *KeyError
+		if errors.As(e, &ke) {
+			if ke.Missing {
 				flat[i] = f.whereToSet(ke)
 				missing = true
 			}
 			continue
 		}
-		if !errors.Is(e, idp.ErrConfig) {
+		var ce *idp.ConfigError
+		if !errors.As(e, &ce) {
 			continue
 		}
-		msg := strings.TrimPrefix(e.Error(), idp.ErrConfig.Error()+": ")
-		key := ""
-		if word, _, _ := strings.Cut(msg, " "); idpKeys[strings.TrimSuffix(word, ":")] {
-			key = "idp." + strings.TrimSuffix(word, ":")
-		}
-		for prefix, k := range idpMessageKeys {
-			if key == "" && strings.HasPrefix(strings.ToLower(msg), prefix) {
-				key = k
-			}
-		}
+		key := idpFieldKey(ce.Field, known)
 		if key == "" {
 			continue
 		}
-		if rest, ok := strings.CutPrefix(msg, strings.TrimPrefix(key, "idp.")); ok && strings.HasPrefix(key, "idp.") {
-			msg = key + rest
-		} else {
-			msg = key + ": " + msg
-		}
-		ke := &KeyError{Key: key, Err: &idpProblem{msg: "proxy: " + msg, err: e}}
-		if strings.Contains(msg, " is required") {
+		ke = &KeyError{Key: key, Missing: ce.Missing, Err: &idpProblem{msg: "proxy: " + key + ": " + ce.Problem, err: e}}
+		if ke.Missing {
 			flat[i] = f.whereToSet(ke)
 			missing = true
 		} else {
@@ -113,7 +106,7 @@ func (f File) whereToSet(ke *KeyError) *KeyError {
 	if len(with) > 0 {
 		ways = append(ways, "with "+strings.Join(with, " or "))
 	}
-	return &KeyError{Key: ke.Key, Also: ke.Also, Err: &idpProblem{
+	return &KeyError{Key: ke.Key, Also: ke.Also, Missing: true, Err: &idpProblem{
 		msg: ke.Err.Error() + ": set it " + strings.Join(ways, ", or "),
 		err: ke.Err,
 	}}

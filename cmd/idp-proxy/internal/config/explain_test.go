@@ -52,7 +52,7 @@ func TestIDPProblemsNameTheirKeys(t *testing.T) {
 	if err == nil || !errors.As(err, &ke) || ke.Key != "idp.realm" || !errors.Is(err, idp.ErrConfig) {
 		t.Fatalf("err = %v, want a KeyError for idp.realm that is an idp.ErrConfig", err)
 	}
-	for _, want := range []string{"idp.realm is required", path, "IDP_PROXY_IDP_REALM"} {
+	for _, want := range []string{"idp.realm: realm is required", path, "IDP_PROXY_IDP_REALM"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

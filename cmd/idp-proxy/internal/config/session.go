@@ -56,7 +56,7 @@ const (
 	StoreRedis  = "redis"
 )
 
-func (s Session) validate(bad func([]string, string, ...any)) {
+func (s Session) validate(bad func([]string, string, ...any), missing func([]string, string, ...any)) {
 	if !s.Enabled {
 		return
 	}
@@ -64,7 +64,7 @@ func (s Session) validate(bad func([]string, string, ...any)) {
 	case StoreCookie:
 	case StoreRedis:
 		if s.RedisURL == "" {
-			bad(keys("session.redis_url", "session.store"), "session.redis_url is required with session.store redis")
+			missing(keys("session.redis_url", "session.store"), "session.redis_url is required with session.store redis")
 		} else if _, err := redis.ParseURL(s.RedisURL); err != nil {
 			bad(keys("session.redis_url"), "session.redis_url: %v", err)
 		}

@@ -19,6 +19,9 @@ func (f File) validate() error {
 	bad := func(k []string, format string, args ...any) {
 		errs = append(errs, keyErrorf(k, format, args...))
 	}
+	missing := func(k []string, format string, args ...any) {
+		errs = append(errs, missingKeyf(k, format, args...))
+	}
 	if err := checkAddr(f.Listen); err != nil {
 		bad(keys("listen"), "listen %q: %v", f.Listen, err)
 	}
@@ -53,7 +56,7 @@ func (f File) validate() error {
 		bad(keys("tls.cert_file", "tls.key_file"), "tls.cert_file and tls.key_file go together: set both or neither")
 	}
 	f.IDP.Claims.validate(bad)
-	f.Session.validate(bad)
+	f.Session.validate(bad, missing)
 	f.ForwardAuth.validate(bad)
 	f.Tracing.validate(bad)
 	if _, err := f.TLS.MinTLSVersion(); err != nil {
@@ -99,7 +102,7 @@ func (c IDP) issuerFormProblem() error {
 		return keyErrorf(keys("idp.issuer_url", "idp.server_url", "idp.realm"),
 			"idp.issuer_url excludes idp.server_url and idp.realm: set idp.issuer_url (any OpenID Connect provider) or idp.server_url and idp.realm (a Keycloak realm), not both")
 	case c.IssuerURL == "" && c.ServerURL == "" && c.Realm == "":
-		return keyErrorf(keys("idp.issuer_url", "idp.server_url", "idp.realm"),
+		return missingKeyf(keys("idp.issuer_url", "idp.server_url", "idp.realm"),
 			"idp.issuer_url, or idp.server_url and idp.realm (a Keycloak realm), is required")
 	}
 	return nil
