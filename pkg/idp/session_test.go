@@ -149,6 +149,8 @@ func TestSessionRefresh(t *testing.T) {
 				wg.Go(func() {
 					if resp := e.me(t, false); resp.StatusCode == 200 {
 						ok.Add(1)
+					} else {
+						t.Logf("during the refresh: %d %s", resp.StatusCode, readBody(resp))
 					}
 				})
 			}
