@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -90,6 +91,20 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("shortener: boltstore: record visits: %w", err)
 	}
+	// In key order (code, then time; sequence numbers follow): bbolt
+	// splits nodes only at the commit, so a batch inserted in random order
+	// into few leaves costs a copy of the leaf per insert (quadratic; in
+	// order it appends).
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b shortener.VisitEvent) int {
+		if len(a.Code) != len(b.Code) { // codePrefix starts with the length
+			return len(a.Code) - len(b.Code)
+		}
+		if c := strings.Compare(a.Code, b.Code); c != 0 {
+			return c
+		}
+		return a.At.Compare(b.At)
+	})
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		links, vl, vd := tx.Bucket(bucketLinks), tx.Bucket(bucketVisitLog), tx.Bucket(bucketVisitDays)
 		exists := map[string]bool{}
