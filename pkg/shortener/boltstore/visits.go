@@ -96,7 +96,7 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	// into few leaves costs a copy of the leaf per insert (quadratic; in
 	// order it appends).
 	events = slices.Clone(events)
-	slices.SortStableFunc(events, func(a, b shortener.VisitEvent) int {
+	slices.SortFunc(events, func(a, b shortener.VisitEvent) int {
 		if len(a.Code) != len(b.Code) { // codePrefix starts with the length
 			return len(a.Code) - len(b.Code)
 		}
