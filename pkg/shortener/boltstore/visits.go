@@ -94,9 +94,14 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	// In key order (code, then time; sequence numbers follow): bbolt
 	// splits nodes only at the commit, so a batch inserted in random order
 	// into few leaves costs a copy of the leaf per insert (quadratic; in
-	// order it appends).
-	events = slices.Clone(events)
-	slices.SortFunc(events, func(a, b shortener.VisitEvent) int {
+	// order it appends). The order is one of indices: the events are
+	// neither copied nor moved.
+	order := make([]int32, len(events))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(i, j int32) int {
+		a, b := &events[i], &events[j]
 		if len(a.Code) != len(b.Code) { // codePrefix starts with the length
 			return len(a.Code) - len(b.Code)
 		}
@@ -115,11 +120,17 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 		// the slices given so far keep the old one alive).
 		arena := make([]byte, 0, len(events)*64)
 		var dk []byte
-		for _, e := range events {
-			ok, seen := exists[e.Code]
-			if !seen {
-				ok = links.Get([]byte(e.Code)) != nil
-				exists[e.Code] = ok
+		var prev string
+		ok := false
+		for _, i := range order {
+			e := &events[i]
+			if e.Code != prev || i == order[0] {
+				var seen bool
+				if ok, seen = exists[e.Code]; !seen {
+					ok = links.Get([]byte(e.Code)) != nil
+					exists[e.Code] = ok
+				}
+				prev = e.Code
 			}
 			if !ok {
 				continue
@@ -134,7 +145,7 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 			arena = binary.BigEndian.AppendUint64(arena, sortableTime(e.At))
 			arena = binary.BigEndian.AppendUint64(arena, seq)
 			mid := len(arena)
-			arena = encodeDims(arena, e)
+			arena = encodeDims(arena, *e)
 			key, val := arena[start:mid:mid], arena[mid:len(arena):len(arena)]
 			if err := vl.Put(key, val); err != nil {
 				return err
