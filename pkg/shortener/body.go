@@ -56,7 +56,7 @@ func fold(s string) string {
 }
 
 // unknownMember returns the detail for an unknown member name.
-func unknownMember(name string) string {
+func unknownMember(name, known string) string {
 	shown := strconv.Quote(name)
 	if len(shown) > 80 {
 		shown = shown[:76] + `..."`
@@ -64,7 +64,56 @@ func unknownMember(name string) string {
 	if m, ok := lookalikes[fold(name)]; ok && m != name {
 		return "unknown member " + shown + "; did you mean \"" + m + "\"?"
 	}
-	return "unknown member " + shown + "; known members: url, short_code, expires_at, max_visits"
+	return "unknown member " + shown + "; known members: " + known
+}
+
+// readObject reads body, a single JSON object, member by member in order:
+// accept judges each name (a non-empty detail refuses the body, ignore
+// skips the member), a name accepted twice is refused, and set reads the
+// value of each accepted member. It returns how many members were
+// accepted, or a non-empty user-facing detail. Member names are matched
+// exactly (encoding/json would match "URL" too, which hides duplicates).
+func readObject(body []byte, accept func(key string) (detail string, ignore bool), set func(key string, val json.RawMessage) string) (int, string) {
+	const notObject = "request body must be a JSON object such as {\"url\":\"https://example.com/\"}"
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return 0, notObject
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0, "request body is not valid JSON"
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return 0, "request body is not valid JSON"
+		}
+		detail, ignore := accept(key)
+		if detail != "" {
+			return 0, detail
+		}
+		if ignore {
+			continue
+		}
+		if seen[key] {
+			return 0, "the member \"" + key + "\" appears more than once"
+		}
+		seen[key] = true
+		if detail := set(key, val); detail != "" {
+			return 0, detail
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return 0, "request body is not valid JSON"
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, "request body must hold a single JSON object"
+	}
+	return len(seen), ""
 }
 
 // parseLinkBody reads a JSON object with the members url (a string,
@@ -77,55 +126,33 @@ func unknownMember(name string) string {
 // matched exactly (encoding/json would match "URL" too, which hides
 // duplicates).
 func parseLinkBody(body []byte, strict bool) (linkBody, string) {
-	const notObject = "request body must be a JSON object such as {\"url\":\"https://example.com/\"}"
 	var out linkBody
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return out, notObject
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return out, "request body is not valid JSON"
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return out, "request body is not valid JSON"
-		}
+	accept := func(key string) (string, bool) {
 		switch key {
 		case memberURL, memberShortCode, memberExpiresAt, memberMaxVisits:
-		default:
-			if strict {
-				return out, unknownMember(key)
-			}
-			if _, ok := lookalikes[fold(key)]; ok {
-				return out, unknownMember(key)
-			}
-			continue
+			return "", false
 		}
-		if seen[key] {
-			return out, "the member \"" + key + "\" appears more than once"
+		if _, ok := lookalikes[fold(key)]; strict || ok {
+			return unknownMember(key, linkMembers), false
 		}
-		seen[key] = true
-		if detail := out.set(key, val); detail != "" {
-			return out, detail
-		}
+		return "", true
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return out, "request body is not valid JSON"
+	seenURL := false
+	set := func(key string, val json.RawMessage) string {
+		seenURL = seenURL || key == memberURL
+		return out.set(key, val)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return out, "request body must hold a single JSON object"
+	if _, detail := readObject(body, accept, set); detail != "" {
+		return out, detail
 	}
-	if !seen[memberURL] {
+	if !seenURL {
 		return out, "the member \"url\" is required"
 	}
 	return out, ""
 }
+
+// linkMembers are the members of a link's JSON object, for messages.
+const linkMembers = "url, short_code, expires_at, max_visits"
 
 // set stores the value of one known member.
 func (b *linkBody) set(key string, val json.RawMessage) string {

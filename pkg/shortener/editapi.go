@@ -1,10 +1,8 @@
 package shortener
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -21,47 +19,21 @@ import (
 // or the object is empty. short_code cannot be changed: that would break
 // every short URL already handed out.
 func parseEditBody(body []byte) (Edit, string) {
-	const notObject = "request body must be a JSON object such as {\"url\":\"https://example.com/\"}"
 	var out Edit
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return out, notObject
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return out, "request body is not valid JSON"
-		}
-		key, _ := tok.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return out, "request body is not valid JSON"
-		}
+	accept := func(key string) (string, bool) {
 		switch key {
 		case memberURL, memberExpiresAt, memberMaxVisits:
+			return "", false
 		case memberShortCode:
-			return out, "the short code of a link cannot be changed; create a new link instead"
-		default:
-			return out, strings.Replace(unknownMember(key), "url, short_code, expires_at, max_visits", "url, expires_at, max_visits", 1)
+			return "the short code of a link cannot be changed; create a new link instead", false
 		}
-		if seen[key] {
-			return out, "the member \"" + key + "\" appears more than once"
-		}
-		seen[key] = true
-		if detail := out.set(key, val); detail != "" {
-			return out, detail
-		}
+		return unknownMember(key, "url, expires_at, max_visits"), false
 	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return out, "request body is not valid JSON"
+	n, detail := readObject(body, accept, out.set)
+	if detail != "" {
+		return out, detail
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return out, "request body must hold a single JSON object"
-	}
-	if len(seen) == 0 {
+	if n == 0 {
 		return out, "nothing to change: give url, expires_at or max_visits"
 	}
 	return out, ""
