@@ -27,9 +27,25 @@ type sessionManager struct {
 	cookie  string         // the cookie's full name
 
 	mu      sync.Mutex
-	flights map[string]*refreshFlight // in-process single flight by session ID
-	pending pendingDeletions          // sign-outs the session store missed
+	flights map[flightKey]*refreshFlight // in-process single flight
+	pending pendingDeletions             // sign-outs the session store missed
+
+	// beforeRefresh, when set (tests only), runs between reading a
+	// session and refreshing it.
+	beforeRefresh func()
 }
+
+// flightKey names a refresh: the session and the refresh token it
+// redeems. A request that read the session before a refresh finished
+// still holds the redeemed token; it finds the finished flight under
+// this key and takes its result instead of redeeming the token again,
+// which a provider that rotates refresh tokens refuses (ending the
+// session).
+type flightKey struct{ id, refresh string }
+
+// refreshedGrace is how long a successful refresh is kept for requests
+// that read the session before it finished.
+const refreshedGrace = 30 * time.Second
 
 type refreshFlight struct {
 	done chan struct{}
@@ -48,7 +64,7 @@ func newSessionManager(p *Plugin, cfg SessionConfig, secure bool) (*sessionManag
 	}
 	seal.max = maxCookieChunks * cookieChunk
 	m := &sessionManager{p: p, cfg: cfg, seal: seal, backend: cfg.Backend, secure: secure,
-		cookie: cfg.CookieName, flights: map[string]*refreshFlight{}}
+		cookie: cfg.CookieName, flights: map[flightKey]*refreshFlight{}}
 	switch {
 	case cfg.CookieDomain != "":
 		// Validated: RedirectURI is https.
@@ -105,6 +121,9 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	}
 	if s.AccessExp-now.Unix() > m.margin(s) {
 		return s.Access, cookies, nil
+	}
+	if m.beforeRefresh != nil {
+		m.beforeRefresh()
 	}
 	ns, err := m.refresh(ctx, s, strings.Join(parts, ""))
 	switch {
@@ -195,14 +214,15 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 		}
 		return nil, errSessionEnded
 	}
+	key := flightKey{s.ID, s.Refresh}
 	m.mu.Lock()
-	f, ok := m.flights[s.ID]
+	f, ok := m.flights[key]
 	if !ok {
 		f = &refreshFlight{done: make(chan struct{})}
-		m.flights[s.ID] = f
+		m.flights[key] = f
 		// The flight outlives the request that started it (cancelled, or
 		// gone on with its current token): the others wait on it.
-		go m.runRefresh(context.WithoutCancel(ctx), f, s, value)
+		go m.runRefresh(context.WithoutCancel(ctx), f, key, s, value)
 	}
 	m.mu.Unlock()
 	// Only a token that stays valid well past the wait is worth going on
@@ -229,12 +249,19 @@ var errRefreshPending = errors.New("idp: the session refresh is still under way"
 
 // runRefresh is the flight f: it refreshes s (value is the presented
 // cookie value), then releases the waiters.
-func (m *sessionManager) runRefresh(ctx context.Context, f *refreshFlight, s *session, value string) {
-	defer func() {
+func (m *sessionManager) runRefresh(ctx context.Context, f *refreshFlight, key flightKey, s *session, value string) {
+	forget := func() {
 		m.mu.Lock()
-		delete(m.flights, s.ID)
+		delete(m.flights, key)
 		m.mu.Unlock()
+	}
+	defer func() {
 		close(f.done)
+		if f.err != nil {
+			forget() // the next request tries again
+			return
+		}
+		time.AfterFunc(refreshedGrace, forget)
 	}()
 	if m.backend != nil {
 		f.s, f.err = m.refreshShared(ctx, s)
@@ -276,6 +303,19 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 		return nil, errors.New("another replica's refresh did not finish in time")
 	}
 	defer func() { _ = m.backend.Delete(ctx, sessionLockKey(s.ID)) }()
+	// Another replica may have refreshed (and released the lock) since s
+	// was read: its refresh token is then redeemed, the stored session is
+	// the current one.
+	b, err := m.backend.Get(ctx, sessionKey(s.ID))
+	if errors.Is(err, ErrSessionNotFound) {
+		return nil, errSessionEnded
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+	}
+	if cur, err := unmarshalSession(b); err == nil && cur.Refresh != s.Refresh {
+		return cur, nil
+	}
 	ns, err := m.refreshTokens(ctx, s)
 	if errors.Is(err, errSessionEnded) {
 		_ = m.backend.Delete(ctx, sessionKey(s.ID))

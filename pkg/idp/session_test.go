@@ -3,7 +3,9 @@ package idp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -395,5 +397,103 @@ func TestSessionLogoutBodyToken(t *testing.T) {
 	}
 	if e.idp.Sessions() != before-1 {
 		t.Fatalf("provider sessions %d → %d: the body's token was not used", before, e.idp.Sessions())
+	}
+}
+
+// A request that read its session before another request's refresh of it
+// finished takes that refresh's result: it does not redeem the refresh
+// token again, which a provider that rotates refresh tokens (as idptest
+// and Keycloak's "revoke refresh token" do) refuses, ending the session.
+func TestSessionRefreshLateReader(t *testing.T) {
+	for name, backend := range stores() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, backend(), func(c *idp.Config) {
+				c.Session.RefreshMargin = 4 * time.Second
+				c.Leeway = -1
+			})
+			e.signIn(t, "/me")
+			before := e.idp.TokenRequests()
+			time.Sleep(3500 * time.Millisecond) // the next requests refresh
+
+			lateRead, firstDone := make(chan struct{}), make(chan struct{})
+			var calls atomic.Int32
+			idp.SetBeforeRefresh(e.p, func() {
+				if calls.Add(1) == 1 { // the late reader: wait for the other's refresh
+					close(lateRead)
+					<-firstDone
+				}
+			})
+			late := make(chan *http.Response, 1)
+			go func() { late <- e.me(t, false) }()
+			<-lateRead
+			if resp := e.me(t, false); resp.StatusCode != 200 {
+				t.Fatalf("the refreshing request: %d %s", resp.StatusCode, readBody(resp))
+			}
+			close(firstDone)
+			if resp := <-late; resp.StatusCode != 200 {
+				t.Fatalf("the request that read the session before the refresh: %d %s", resp.StatusCode, readBody(resp))
+			}
+			if n := e.idp.TokenRequests() - before; n != 1 {
+				t.Errorf("%d refreshes, want 1", n)
+			}
+			if resp := e.me(t, false); resp.StatusCode != 200 {
+				t.Fatalf("after both: %d %s (the session ended)", resp.StatusCode, readBody(resp))
+			}
+		})
+	}
+}
+
+// The same across replicas sharing a session backend: a replica that read
+// the session before another replica's refresh finished takes the stored
+// result once it holds the refresh lock, instead of redeeming the
+// rotated-out refresh token (which ended the session for everyone).
+func TestSessionRefreshLateReaderOtherReplica(t *testing.T) {
+	e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, idp.NewMemoryBackend(), func(c *idp.Config) {
+		c.Session.RefreshMargin = 4 * time.Second
+		c.Leeway = -1
+	})
+	replica, err := idp.New(context.Background(), e.p.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = replica.Close() })
+	e.signIn(t, "/me")
+	before := e.idp.TokenRequests()
+	time.Sleep(3500 * time.Millisecond) // the next requests refresh
+
+	lateRead, firstDone := make(chan struct{}), make(chan struct{})
+	idp.SetBeforeRefresh(replica, func() {
+		close(lateRead)
+		<-firstDone
+	})
+	u, _ := url.Parse(e.base)
+	r := httptest.NewRequest(http.MethodGet, e.base+"/me", nil)
+	r.Header.Set("Accept", "application/json")
+	for _, c := range e.client.Jar.Cookies(u) {
+		r.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		replica.WithUser(func(w http.ResponseWriter, _ *http.Request, u *idp.User) {
+			_, _ = io.WriteString(w, u.PreferredUsername)
+		}).ServeHTTP(rec, r)
+	}()
+	<-lateRead
+	if resp := e.me(t, false); resp.StatusCode != 200 {
+		t.Fatalf("the refreshing replica: %d %s", resp.StatusCode, readBody(resp))
+	}
+	close(firstDone)
+	<-served
+	if rec.Code != 200 {
+		t.Fatalf("the replica that read the session before the refresh: %d %s", rec.Code, rec.Body)
+	}
+	if n := e.idp.TokenRequests() - before; n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+	if resp := e.me(t, false); resp.StatusCode != 200 {
+		t.Fatalf("after both: %d %s (the session ended)", resp.StatusCode, readBody(resp))
 	}
 }

@@ -1,0 +1,6 @@
+package idp
+
+// SetBeforeRefresh makes p's session manager call f between reading a
+// request's session and refreshing it, so that a test can order
+// concurrent requests around a refresh.
+func SetBeforeRefresh(p *Plugin, f func()) { p.sessions.beforeRefresh = f }
