@@ -42,8 +42,11 @@ var (
 // schemaVersion is the version of the on-disk layout written by this code:
 // 1 had the links bucket only; 2 added expiry, visit limits, the visits
 // bucket and the owner index; 3 the visit statistics buckets (visitlog,
-// visitdays: see visits.go).
-const schemaVersion = 3
+// visitdays: see visits.go); 4 grouped raw visits (one visitlog entry per
+// link and hour of a batch; the per-visit entries of schema 3 are read as
+// they are, so a schema 3 file needs only its version changed). A binary
+// of schema 3 refuses a file of schema 4 rather than misreading it.
+const schemaVersion = 4
 
 // Options configure Open. Zero values get the defaults in brackets.
 type Options struct {

@@ -16,12 +16,19 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-// The visit statistics (schema 3) live in two buckets, both keyed by the
-// link first so that one link's visits are one range:
+// The visit statistics live in two buckets, both keyed by the link first
+// so that one link's visits are one range:
 //
 //   - visitlog: codePrefix, sortable Unix seconds (8 bytes), a sequence
-//     number (8 bytes) → the event's dimensions (see encodeDims). Raw
-//     visits, dropped by PruneVisits.
+//     number (8 bytes) → raw visits, dropped by PruneVisits. Since schema
+//     4 an entry holds the visits of one link of one batch in one UTC
+//     hour (one insert per link and hour instead of one per visit): the
+//     byte visitGroup, then for each visit uvarint(its Unix seconds minus
+//     the key's), encodeDims. The key's time is the earliest visit's, so
+//     every visit of an entry is at or after it and within its hour.
+//     Schema 3 wrote one entry per visit (the key's time being the
+//     visit's, the value encodeDims alone, whose first byte is 0 or 1);
+//     such entries are read as they are.
 //   - visitdays: codePrefix, the day's sortable Unix seconds (8 bytes),
 //     the dimensions → the number of visits (8 bytes). Kept.
 var (
@@ -47,7 +54,7 @@ func timeOfSortable(v uint64) time.Time { return time.Unix(int64(v^1<<63), 0).UT
 // encodeDims lays out the dimensions: the bot flag (0 or 1), then
 // referrer host, device, browser and country, each uvarint-length
 // prefixed.
-func encodeDims(b []byte, e shortener.VisitEvent) []byte {
+func encodeDims(b []byte, e *shortener.VisitEvent) []byte {
 	bot := byte(0)
 	if e.Bot {
 		bot = 1
@@ -62,10 +69,23 @@ func encodeDims(b []byte, e shortener.VisitEvent) []byte {
 
 var errCorruptVisit = errors.New("shortener: boltstore: corrupt visit entry")
 
-// decodeDims parses encodeDims into e (strings copied).
+// decodeDims parses encodeDims into e (strings copied), the whole of v.
 func decodeDims(v []byte, e *shortener.VisitEvent) error {
-	if len(v) < 1 || v[0] > 1 {
+	rest, err := decodeDimsPrefix(v, e)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
 		return errCorruptVisit
+	}
+	return nil
+}
+
+// decodeDimsPrefix parses encodeDims at the start of v into e (strings
+// copied) and returns what follows.
+func decodeDimsPrefix(v []byte, e *shortener.VisitEvent) ([]byte, error) {
+	if len(v) < 1 || v[0] > 1 {
+		return nil, errCorruptVisit
 	}
 	e.Bot = v[0] == 1
 	v = v[1:]
@@ -73,15 +93,54 @@ func decodeDims(v []byte, e *shortener.VisitEvent) error {
 	for i := range out {
 		n, k := binary.Uvarint(v)
 		if k <= 0 || n > uint64(len(v)-k) {
-			return errCorruptVisit
+			return nil, errCorruptVisit
 		}
 		out[i] = string(v[k : k+int(n)])
 		v = v[k+int(n):]
 	}
-	if len(v) != 0 {
+	e.ReferrerHost, e.Device, e.Browser, e.Country = out[0], out[1], out[2], out[3]
+	return v, nil
+}
+
+// visitGroup is the first byte of a visitlog value holding a group of
+// visits (schema 4); a schema 3 value (one visit) starts with 0 or 1.
+const visitGroup = 2
+
+// hourOf is the UTC hour of Unix seconds u (hours since the epoch).
+func hourOf(u int64) int64 {
+	h := u / 3600
+	if u%3600 < 0 {
+		h--
+	}
+	return h
+}
+
+// decodeVisitLog calls fn with the time (Unix seconds) and dimensions of
+// each visit of the visitlog entry whose key's time is at (Unix seconds)
+// and value v, in the entry's order. e's Code is left as it is.
+func decodeVisitLog(at int64, v []byte, e *shortener.VisitEvent, fn func(t int64) error) error {
+	if len(v) == 0 {
 		return errCorruptVisit
 	}
-	e.ReferrerHost, e.Device, e.Browser, e.Country = out[0], out[1], out[2], out[3]
+	if v[0] != visitGroup { // schema 3: one visit
+		if err := decodeDims(v, e); err != nil {
+			return err
+		}
+		return fn(at)
+	}
+	for v = v[1:]; len(v) > 0; {
+		d, k := binary.Uvarint(v)
+		if k <= 0 || d >= 3600 {
+			return errCorruptVisit
+		}
+		var err error
+		if v, err = decodeDimsPrefix(v[k:], e); err != nil {
+			return err
+		}
+		if err := fn(at + int64(d)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -120,43 +179,52 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 		// the slices given so far keep the old one alive).
 		arena := make([]byte, 0, len(events)*64)
 		var dk []byte
-		var prev string
-		ok := false
-		for _, i := range order {
-			e := &events[i]
-			if e.Code != prev || i == order[0] {
-				var seen bool
-				if ok, seen = exists[e.Code]; !seen {
-					ok = links.Get([]byte(e.Code)) != nil
-					exists[e.Code] = ok
-				}
-				prev = e.Code
+		for r := 0; r < len(order); {
+			e := &events[order[r]]
+			ok, seen := exists[e.Code]
+			if !seen {
+				ok = links.Get([]byte(e.Code)) != nil
+				exists[e.Code] = ok
 			}
 			if !ok {
+				r++
 				continue
 			}
+			// One entry for the run of this link's visits in this hour.
 			seq, err := vl.NextSequence()
 			if err != nil {
 				return err
 			}
+			at := e.At.Unix()
+			hour := hourOf(at)
 			start := len(arena)
 			arena = binary.AppendUvarint(arena, uint64(len(e.Code)))
 			arena = append(arena, e.Code...)
+			plen := len(arena) - start
 			arena = binary.BigEndian.AppendUint64(arena, sortableTime(e.At))
 			arena = binary.BigEndian.AppendUint64(arena, seq)
 			mid := len(arena)
-			arena = encodeDims(arena, *e)
-			key, val := arena[start:mid:mid], arena[mid:len(arena):len(arena)]
-			if err := vl.Put(key, val); err != nil {
-				return err
+			arena = append(arena, visitGroup)
+			for ; r < len(order); r++ {
+				f := &events[order[r]]
+				t := f.At.Unix()
+				if f.Code != e.Code || hourOf(t) != hour {
+					break
+				}
+				arena = binary.AppendUvarint(arena, uint64(t-at))
+				d := len(arena)
+				arena = encodeDims(arena, f)
+				dk = append(dk[:0], arena[start:start+plen]...)
+				dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(f.At, false)))
+				dk = append(dk, arena[d:]...)
+				if n, ok := days[string(dk)]; ok {
+					days[string(dk)] = n + 1
+				} else {
+					days[string(dk)] = 1
+				}
 			}
-			dk = append(dk[:0], key[:mid-start-16]...)
-			dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(e.At, false)))
-			dk = append(dk, val...)
-			if n, ok := days[string(dk)]; ok {
-				days[string(dk)] = n + 1
-			} else {
-				days[string(dk)] = 1
+			if err := vl.Put(arena[start:mid:mid], arena[mid:len(arena):len(arena)]); err != nil {
+				return err
 			}
 		}
 		// One read and one write per day and dimensions, in key order.
@@ -177,12 +245,14 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	return nil
 }
 
-// pruneChunk bounds the raw visits one PruneVisits transaction deletes,
-// so that creates are not held up for long.
+// pruneChunk bounds the visitlog entries one PruneVisits transaction
+// deletes or rewrites, so that creates are not held up for long.
 const pruneChunk = 10_000
 
 // PruneVisits drops the raw visits before t, in transactions of at most
-// pruneChunk deletions.
+// pruneChunk changed entries. An entry whose visits are partly before t
+// is rewritten with the others (under the same key: its time is still
+// at or before theirs, within their hour).
 func (s *Store) PruneVisits(ctx context.Context, before time.Time) error {
 	var resume []byte
 	for {
@@ -193,23 +263,38 @@ func (s *Store) PruneVisits(ctx context.Context, before time.Time) error {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketVisitLog)
 			c := b.Cursor()
-			var old [][]byte
-			k, _ := c.First()
+			type change struct{ key, val []byte } // val nil: delete
+			var changes []change
+			k, v := c.First()
 			if resume != nil {
-				k, _ = c.Seek(resume)
+				k, v = c.Seek(resume)
 			}
-			for ; k != nil && len(old) < pruneChunk; k, _ = c.Next() {
+			for ; k != nil && len(changes) < pruneChunk; k, v = c.Next() {
 				if len(k) < 16 {
 					return errCorruptVisit
 				}
-				if timeOfSortable(binary.BigEndian.Uint64(k[len(k)-16:])).Before(before) {
-					old = append(old, bytes.Clone(k))
+				at := timeOfSortable(binary.BigEndian.Uint64(k[len(k)-16:]))
+				if !at.Before(before) {
+					continue
+				}
+				val, err := pruneEntry(at.Unix(), v, before)
+				if err != nil {
+					return err
+				}
+				if val == nil || len(val) != len(v) {
+					changes = append(changes, change{bytes.Clone(k), val})
 				}
 			}
 			done = k == nil
 			resume = bytes.Clone(k)
-			for _, k := range old {
-				if err := b.Delete(k); err != nil {
+			for _, ch := range changes {
+				var err error
+				if ch.val == nil {
+					err = b.Delete(ch.key)
+				} else {
+					err = b.Put(ch.key, ch.val)
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -224,6 +309,41 @@ func (s *Store) PruneVisits(ctx context.Context, before time.Time) error {
 	}
 }
 
+// pruneEntry returns the visitlog value v (key time at, Unix seconds)
+// without its visits before t: nil when none is left, v itself when none
+// was before t.
+func pruneEntry(at int64, v []byte, before time.Time) ([]byte, error) {
+	if len(v) == 0 {
+		return nil, errCorruptVisit
+	}
+	if v[0] != visitGroup { // schema 3: one visit, at the key's time
+		return nil, nil
+	}
+	kept := []byte{visitGroup}
+	var e shortener.VisitEvent
+	for rest := v[1:]; len(rest) > 0; {
+		d, k := binary.Uvarint(rest)
+		if k <= 0 || d >= 3600 {
+			return nil, errCorruptVisit
+		}
+		next, err := decodeDimsPrefix(rest[k:], &e)
+		if err != nil {
+			return nil, err
+		}
+		if !time.Unix(at+int64(d), 0).Before(before) {
+			kept = append(kept, rest[:len(rest)-len(next)]...)
+		}
+		rest = next
+	}
+	if len(kept) == 1 {
+		return nil, nil
+	}
+	if len(kept) == len(v) {
+		return v, nil
+	}
+	return kept, nil
+}
+
 // VisitStats answers q with one range scan: of the daily aggregates, or
 // by hour of the raw visits.
 func (s *Store) VisitStats(ctx context.Context, code string, q shortener.StatsQuery) (shortener.VisitStats, error) {
@@ -232,8 +352,14 @@ func (s *Store) VisitStats(ctx context.Context, code string, q shortener.StatsQu
 	}
 	acc := shortener.NewStatsAccumulator(q)
 	prefix := codePrefix(code, 8)
-	from := binary.BigEndian.AppendUint64(bytes.Clone(prefix), sortableTime(q.From))
+	fromT := q.From
+	if q.ByHour {
+		// An entry of raw visits holds one hour's, from its key's time on.
+		fromT = shortener.BucketStart(q.From, true)
+	}
+	from := binary.BigEndian.AppendUint64(bytes.Clone(prefix), sortableTime(fromT))
 	to := binary.BigEndian.AppendUint64(bytes.Clone(prefix), sortableTime(q.To))
+	fromU, toU := q.From.Unix(), q.To.Unix()
 	err := s.db.View(func(tx *bolt.Tx) error {
 		bucket := bucketVisitDays
 		if q.ByHour {
@@ -244,22 +370,29 @@ func (s *Store) VisitStats(ctx context.Context, code string, q shortener.StatsQu
 			if len(k) < len(prefix)+8 {
 				return errCorruptVisit
 			}
-			e := shortener.VisitEvent{Code: code, At: timeOfSortable(binary.BigEndian.Uint64(k[len(prefix):]))}
-			n := int64(1)
+			at := timeOfSortable(binary.BigEndian.Uint64(k[len(prefix):]))
 			if q.ByHour {
-				if err := decodeDims(v, &e); err != nil {
+				e := shortener.VisitEvent{Code: code}
+				err := decodeVisitLog(at.Unix(), v, &e, func(t int64) error {
+					if t >= fromU && t < toU {
+						e.At = time.Unix(t, 0).UTC()
+						acc.Add(e, 1)
+					}
+					return nil
+				})
+				if err != nil {
 					return err
 				}
-			} else {
-				if len(v) != 8 {
-					return errCorruptVisit
-				}
-				if err := decodeDims(k[len(prefix)+8:], &e); err != nil {
-					return err
-				}
-				n = int64(binary.BigEndian.Uint64(v))
+				continue
 			}
-			acc.Add(e, n)
+			e := shortener.VisitEvent{Code: code, At: at}
+			if len(v) != 8 {
+				return errCorruptVisit
+			}
+			if err := decodeDims(k[len(prefix)+8:], &e); err != nil {
+				return err
+			}
+			acc.Add(e, int64(binary.BigEndian.Uint64(v)))
 		}
 		return nil
 	})

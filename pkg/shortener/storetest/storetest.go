@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"EditOverLimit", testEditOverLimit},
 		{"ConcurrentEditAndVisits", testConcurrentEditAndVisits},
 		{"VisitStats", testVisitStats},
+		{"VisitStatsBusyBatch", testVisitStatsBusyBatch},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

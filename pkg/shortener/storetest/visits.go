@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -101,6 +102,73 @@ func testVisitStats(t *testing.T, s shortener.Store) {
 	if st := mustStats(t, vs, "unknown", shortener.StatsQuery{From: day0, To: day0.Add(48 * h)}); len(st.Series) != 0 {
 		t.Fatalf("statistics of an unknown code: %+v", st)
 	}
+}
+
+// testVisitStatsBusyBatch records one batch, out of order, in which two
+// links have many visits over two hours (a store may group a link's
+// visits of a batch), and checks hourly and daily statistics and
+// pruning at an hour.
+func testVisitStatsBusyBatch(t *testing.T, s shortener.Store) {
+	vs := visitStore(t, s)
+	ctx := context.Background()
+	mustCreate(t, s, shortener.Link{Code: "busy001", URL: "https://example.com/", CreatedAt: at(1)})
+	mustCreate(t, s, shortener.Link{Code: "busy002", URL: "https://example.com/", CreatedAt: at(1)})
+	h := time.Hour
+	var events []shortener.VisitEvent
+	for i := range 60 {
+		// busy001: 40 visits in hour 5 (one a bot each 4th, two referrers),
+		// 20 in hour 6; busy002: one a minute in hour 5.
+		t0 := day0.Add(5*h + time.Duration(i)*time.Minute + 30*time.Second)
+		ref := "a.example"
+		if i%2 == 1 {
+			ref = "b.example"
+		}
+		if i < 40 {
+			events = append(events, ev("busy001", t0, ref, "desktop", "firefox", "DE", i%4 == 0))
+		}
+		events = append(events, ev("busy002", t0, "", "mobile", "safari", "", false))
+		if i < 20 {
+			events = append(events, ev("busy001", day0.Add(6*h+time.Duration(i)*time.Second), "", "mobile", "chrome", "FR", false))
+		}
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
+	if err := vs.RecordVisits(ctx, events); err != nil {
+		t.Fatal(err)
+	}
+	want := shortener.VisitStats{
+		Series:    []shortener.StatsBucket{{Start: day0.Add(5 * h), Total: 40, Bots: 10}, {Start: day0.Add(6 * h), Total: 20}},
+		Referrers: []shortener.Count{{Value: "b.example", Visits: 20}, {Value: "", Visits: 20}, {Value: "a.example", Visits: 10}},
+		Devices:   []shortener.Count{{Value: "desktop", Visits: 30}, {Value: "mobile", Visits: 20}},
+		Browsers:  []shortener.Count{{Value: "firefox", Visits: 30}, {Value: "chrome", Visits: 20}},
+		Countries: []shortener.Count{{Value: "DE", Visits: 30}, {Value: "FR", Visits: 20}},
+	}
+	shortener.SortCounts(want.Referrers)
+	checkStats(t, "by hour", mustStats(t, vs, "busy001", shortener.StatsQuery{From: day0, To: day0.Add(24 * h), ByHour: true}), want)
+	byDay := mustStats(t, vs, "busy001", shortener.StatsQuery{From: day0, To: day0.Add(24 * h)})
+	checkStats(t, "by day", byDay, shortener.VisitStats{
+		Series:    []shortener.StatsBucket{{Start: day0, Total: 60, Bots: 10}},
+		Referrers: want.Referrers, Devices: want.Devices, Browsers: want.Browsers, Countries: want.Countries,
+	})
+	hour6 := shortener.VisitStats{
+		Series:    []shortener.StatsBucket{{Start: day0.Add(6 * h), Total: 20}},
+		Referrers: []shortener.Count{{Value: "", Visits: 20}},
+		Devices:   []shortener.Count{{Value: "mobile", Visits: 20}},
+		Browsers:  []shortener.Count{{Value: "chrome", Visits: 20}},
+		Countries: []shortener.Count{{Value: "FR", Visits: 20}},
+	}
+	checkStats(t, "hour 6", mustStats(t, vs, "busy001", shortener.StatsQuery{From: day0.Add(6 * h), To: day0.Add(7 * h), ByHour: true}), hour6)
+	if st := mustStats(t, vs, "busy002", shortener.StatsQuery{From: day0.Add(5 * h), To: day0.Add(6 * h), ByHour: true}); len(st.Series) != 1 || st.Series[0].Total != 60 {
+		t.Fatalf("busy002 hour 5: %+v", st.Series)
+	}
+
+	if err := vs.PruneVisits(ctx, day0.Add(6*h)); err != nil {
+		t.Fatal(err)
+	}
+	checkStats(t, "by hour after pruning", mustStats(t, vs, "busy001", shortener.StatsQuery{From: day0, To: day0.Add(24 * h), ByHour: true}), hour6)
+	if st := mustStats(t, vs, "busy002", shortener.StatsQuery{From: day0, To: day0.Add(24 * h), ByHour: true}); len(st.Series) != 0 {
+		t.Fatalf("busy002 hourly after pruning: %+v", st.Series)
+	}
+	checkStats(t, "by day after pruning", mustStats(t, vs, "busy001", shortener.StatsQuery{From: day0, To: day0.Add(24 * h)}), byDay)
 }
 
 func checkStats(t *testing.T, name string, got, want shortener.VisitStats) {
