@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
@@ -173,5 +174,44 @@ func TestDecodeVisitLogCorrupt(t *testing.T) {
 	var n int
 	if err := decodeVisitLog(0, good, &e, func(t int64) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("good entry: %v, %d visits", err, n)
+	}
+}
+
+// keyOrder gives every event once, in key order: code (shorter first),
+// then time, whatever the arrival order, for batches sorted whole and
+// counted by code.
+func TestKeyOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	codes := []string{"b", "a", "zz", "ab", "abc", "aa"}
+	t0 := time.Date(2031, 3, 10, 0, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 1, 2, 50, sortedBatch, sortedBatch + 1, 3 * sortedBatch} {
+		events := make([]shortener.VisitEvent, n)
+		for i := range events {
+			// Mostly in time order, as a flush gives them, some not.
+			at := t0.Add(time.Duration(i) * time.Second)
+			if r.IntN(10) == 0 {
+				at = t0.Add(time.Duration(r.IntN(n+1)) * time.Second)
+			}
+			events[i] = shortener.VisitEvent{Code: codes[r.IntN(len(codes))], At: at}
+		}
+		order := keyOrder(events)
+		if len(order) != n {
+			t.Fatalf("n=%d: %d indices", n, len(order))
+		}
+		seen := make([]bool, n)
+		for k, i := range order {
+			if seen[i] {
+				t.Fatalf("n=%d: event %d twice", n, i)
+			}
+			seen[i] = true
+			if k == 0 {
+				continue
+			}
+			a, b := events[order[k-1]], events[i]
+			less := len(a.Code) < len(b.Code) || len(a.Code) == len(b.Code) && (a.Code < b.Code || a.Code == b.Code && !b.At.Before(a.At))
+			if !less {
+				t.Fatalf("n=%d: %+v before %+v", n, a, b)
+			}
+		}
 	}
 }
