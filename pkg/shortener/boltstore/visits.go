@@ -235,7 +235,8 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		links, vl, vd := tx.Bucket(bucketLinks), tx.Bucket(bucketVisitLog), tx.Bucket(bucketVisitDays)
 		exists := map[string]bool{}
-		days := map[string]uint64{} // visitdays key → visits to add
+		days := map[string]int{} // visitdays key → its index in dayCounts
+		var dayCounts []uint64   // visits to add
 		// The keys and values of the raw visits, in one buffer: bbolt keeps
 		// the slices it is given until the commit, and a position once
 		// written is never written again (when append moves the buffer,
@@ -268,6 +269,22 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 			arena = binary.BigEndian.AppendUint64(arena, seq)
 			mid := len(arena)
 			arena = append(arena, visitGroup)
+			// The run's visits are of one day; consecutive visits with the
+			// same dimensions are counted before one look-up in days.
+			dk = append(dk[:0], arena[start:start+plen]...)
+			dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(e.At, false)))
+			dayKey := len(dk)
+			var prev []byte // dimensions of the last visits, n of them
+			n := uint64(0)
+			addDay := func() {
+				dk = append(dk[:dayKey], prev...)
+				if i, ok := days[string(dk)]; ok {
+					dayCounts[i] += n
+				} else {
+					days[string(dk)] = len(dayCounts)
+					dayCounts = append(dayCounts, n)
+				}
+			}
 			for ; r < len(order); r++ {
 				f := &events[order[r]]
 				t := f.At.Unix()
@@ -277,15 +294,16 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 				arena = binary.AppendUvarint(arena, uint64(t-at))
 				d := len(arena)
 				arena = encodeDims(arena, f)
-				dk = append(dk[:0], arena[start:start+plen]...)
-				dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(f.At, false)))
-				dk = append(dk, arena[d:]...)
-				if n, ok := days[string(dk)]; ok {
-					days[string(dk)] = n + 1
-				} else {
-					days[string(dk)] = 1
+				if n > 0 && bytes.Equal(arena[d:], prev) {
+					n++
+					continue
 				}
+				if n > 0 {
+					addDay()
+				}
+				prev, n = arena[d:len(arena):len(arena)], 1
 			}
+			addDay()
 			if err := vl.Put(arena[start:mid:mid], arena[mid:len(arena):len(arena)]); err != nil {
 				return err
 			}
@@ -296,7 +314,7 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 			if v := vd.Get([]byte(k)); len(v) == 8 {
 				n = binary.BigEndian.Uint64(v)
 			}
-			if err := vd.Put([]byte(k), binary.BigEndian.AppendUint64(nil, n+days[k])); err != nil {
+			if err := vd.Put([]byte(k), binary.BigEndian.AppendUint64(nil, n+dayCounts[days[k]])); err != nil {
 				return err
 			}
 		}
