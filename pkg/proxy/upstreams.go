@@ -33,6 +33,25 @@ type UpstreamRoute struct {
 	Headers UpstreamHeaders `mapstructure:"headers" yaml:"headers"`
 }
 
+// Inherit returns u with the upstream section's settings where u has
+// none: the zero timeouts and pool size, and the TLS files when u names
+// none of them. The URL is never inherited.
+func (u UpstreamConfig) Inherit(section UpstreamConfig) UpstreamConfig {
+	if u.Timeout == 0 {
+		u.Timeout = section.Timeout
+	}
+	if u.MaxIdleConnsPerHost == 0 {
+		u.MaxIdleConnsPerHost = section.MaxIdleConnsPerHost
+	}
+	if u.IdleTimeout == 0 {
+		u.IdleTimeout = section.IdleTimeout
+	}
+	if u.CAFile == "" && u.ClientCertFile == "" && u.ClientKeyFile == "" {
+		u.CAFile, u.ClientCertFile, u.ClientKeyFile = section.CAFile, section.ClientCertFile, section.ClientKeyFile
+	}
+	return u
+}
+
 // UpstreamHeaders overrides HeadersConfig for one upstream: a nil field
 // keeps the headers section's setting, "" disables a header.
 type UpstreamHeaders struct {
@@ -121,19 +140,7 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			continue
 		}
 		seen[key] = i
-		uc := rc.UpstreamConfig
-		if uc.Timeout == 0 {
-			uc.Timeout = cfg.Upstream.Timeout
-		}
-		if uc.MaxIdleConnsPerHost == 0 {
-			uc.MaxIdleConnsPerHost = cfg.Upstream.MaxIdleConnsPerHost
-		}
-		if uc.IdleTimeout == 0 {
-			uc.IdleTimeout = cfg.Upstream.IdleTimeout
-		}
-		if uc.CAFile == "" && uc.ClientCertFile == "" && uc.ClientKeyFile == "" {
-			uc.CAFile, uc.ClientCertFile, uc.ClientKeyFile = cfg.Upstream.CAFile, cfg.Upstream.ClientCertFile, cfg.Upstream.ClientKeyFile
-		}
+		uc := rc.UpstreamConfig.Inherit(cfg.Upstream)
 		prefix := fmt.Sprintf("upstreams[%d].", i)
 		if uerrs := uc.validate(prefix); len(uerrs) > 0 {
 			errs = append(errs, uerrs...)

@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,7 +19,13 @@ var secretKeys = map[string]bool{"idp.client_secret": true, "idp.session_secret"
 // what check-config --effective prints, for operators and deploy checks.
 // Durations are Go duration strings.
 func (f File) Effective() map[string]any {
-	m, _ := effective(reflect.ValueOf(f.withDefaults()), "").(map[string]any)
+	f = f.withDefaults()
+	// An app's zero transport settings are the upstream section's.
+	f.Upstreams = slices.Clone(f.Upstreams)
+	for i := range f.Upstreams {
+		f.Upstreams[i].UpstreamConfig = f.Upstreams[i].Inherit(f.Upstream)
+	}
+	m, _ := effective(reflect.ValueOf(f), "").(map[string]any)
 	return m
 }
 
