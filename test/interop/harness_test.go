@@ -117,7 +117,7 @@ type provider struct {
 }
 
 type providerOptions struct {
-	Port         int      // 0: a free one
+	Port         int      // 0: one from freePort
 	KeysFile     string   // "": keys in memory
 	RedirectURIs []string // redirect URIs of client shortener
 	// PostLogoutRedirectURIs of client shortener ("<origin>/" of each
@@ -136,6 +136,12 @@ type providerOptions struct {
 // startProvider runs provider/server.mjs and waits for its readiness line.
 func startProvider(t *testing.T, o providerOptions) *provider {
 	t.Helper()
+	if o.Port == 0 {
+		// From freePort, not the kernel's choice: a port freePort handed
+		// out for a process that has not bound it yet could be given to
+		// the provider too.
+		o.Port = freePort(t)
+	}
 	args := []string{"server.mjs", "--port", strconv.Itoa(o.Port), "--realm", realm}
 	if o.KeysFile != "" {
 		args = append(args, "--keys", o.KeysFile)
