@@ -7,11 +7,17 @@ import (
 
 // linkCache is a bounded in-process cache of resolved links, in front of
 // the store on the redirect path. A link may change (PATCH /links/{code})
-// or be deleted on another replica, so an entry is served for at most ttl
+// or be deleted on another replica, so an entry is fresh for at most ttl
 // after the store read that filled it began: every replica serves an edit
 // within ttl of its commit. This replica drops its entry at once when it
 // edits or deletes the link itself. Only found links are cached: a code
 // unknown now may be created a moment later by another replica.
+//
+// Past ttl an entry is stale: for staleFor more it is still served when
+// the store fails to answer (stale-if-error, as RFC 5861 names it), so
+// that an outage of the store does not take down the links this replica
+// served a moment ago; an edit then reaches this replica within ttl +
+// staleFor of its commit instead of ttl.
 //
 // It keeps two generations of at most size/2 entries each: new entries go
 // to the current one; when it is full it becomes the previous one and the
@@ -20,36 +26,54 @@ import (
 // frequently used links (they are re-added after each drop) like an LRU
 // would, roughly.
 type linkCache struct {
-	mu   sync.RWMutex
-	cur  map[string]cacheEntry
-	prev map[string]cacheEntry
-	half int
-	ttl  time.Duration
-	now  func() time.Time
+	mu       sync.RWMutex
+	cur      map[string]cacheEntry
+	prev     map[string]cacheEntry
+	half     int
+	ttl      time.Duration
+	staleFor time.Duration // 0: no stale entry is served
+	now      func() time.Time
 }
 
 type cacheEntry struct {
 	link    Link
-	expires time.Time
+	expires time.Time // end of freshness; served on error until expires + staleFor
 }
 
-func newLinkCache(size int, ttl time.Duration, now func() time.Time) *linkCache {
+// cacheState says what a lookup found.
+type cacheState int
+
+const (
+	cacheMiss  cacheState = iota // nothing usable: ask the store
+	cacheFresh                   // serve it
+	cacheStale                   // ask the store; serve it if the store fails
+)
+
+func newLinkCache(size int, ttl, staleFor time.Duration, now func() time.Time) *linkCache {
 	half := max(1, size/2)
-	return &linkCache{cur: make(map[string]cacheEntry, half), half: half, ttl: ttl, now: now}
+	return &linkCache{cur: make(map[string]cacheEntry, half), half: half, ttl: ttl, staleFor: staleFor, now: now}
 }
 
-// get returns the cached link of code, if present and fresh.
-func (c *linkCache) get(code string) (Link, bool) {
+// get returns the cached link of code and whether it is fresh, stale
+// (past ttl, within staleFor more) or missing.
+func (c *linkCache) get(code string) (Link, cacheState) {
 	c.mu.RLock()
 	e, ok := c.cur[code]
 	if !ok {
 		e, ok = c.prev[code]
 	}
 	c.mu.RUnlock()
-	if !ok || !c.now().Before(e.expires) {
-		return Link{}, false
+	if !ok {
+		return Link{}, cacheMiss
 	}
-	return e.link, true
+	now := c.now()
+	if now.Before(e.expires) {
+		return e.link, cacheFresh
+	}
+	if c.staleFor > 0 && now.Before(e.expires.Add(c.staleFor)) {
+		return e.link, cacheStale
+	}
+	return Link{}, cacheMiss
 }
 
 // put caches l under its code, as read from the store by a read that

@@ -177,3 +177,44 @@ func TestCacheBounded(t *testing.T) {
 		t.Fatal("the most recently used link was not cached")
 	}
 }
+
+// A cached link past CacheTTL is still served while the store fails, for
+// CacheStaleIfError more; never when the store answers that it is gone,
+// and not at all when CacheStaleIfError is negative.
+func TestCacheServesStaleWhileTheStoreFails(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		staleIfError time.Duration
+		wantStale    bool
+	}{{0, true}, {-1, false}} {
+		clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+		st := newCountingStore()
+		st.set("Stale12", "https://example.com/s")
+		s, _ := New(st, Options{CacheSize: 10, CacheTTL: time.Minute, CacheStaleIfError: tc.staleIfError, Now: clock.now})
+		if _, err := s.Resolve(ctx, "Stale12"); err != nil {
+			t.Fatal(err)
+		}
+		clock.add(time.Minute)
+		st.fail = errors.New("connection refused")
+		l, err := s.Resolve(ctx, "Stale12")
+		if tc.wantStale && (err != nil || l.URL != "https://example.com/s") {
+			t.Fatalf("stale-if-error %v: Resolve with the store failing = %+v, %v; want the cached link", tc.staleIfError, l, err)
+		}
+		if !tc.wantStale && err == nil {
+			t.Fatalf("stale-if-error %v: a stale link was served", tc.staleIfError)
+		}
+		if !tc.wantStale {
+			continue
+		}
+		clock.add(DefaultCacheStaleIfError)
+		if _, err := s.Resolve(ctx, "Stale12"); err == nil {
+			t.Fatal("served past CacheTTL + CacheStaleIfError")
+		}
+		clock.add(-time.Second)
+		st.fail = nil
+		delete(st.links, "Stale12") // deleted on another replica
+		if _, err := s.Resolve(ctx, "Stale12"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a deleted link's stale entry: %v, want ErrNotFound", err)
+		}
+	}
+}

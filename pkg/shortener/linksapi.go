@@ -103,7 +103,7 @@ func (h *Handler) writeLinkError(w http.ResponseWriter, r *http.Request, err err
 	case errors.Is(err, ErrNoIdentity):
 		writeNoIdentity(w)
 	default:
-		h.svc.log.ErrorContext(r.Context(), "shortener: links API", "err", err)
+		h.svc.log.Log(r.Context(), storeErrorLevel(err), "shortener: links API", "err", err)
 		writeStoreUnavailable(w)
 	}
 }

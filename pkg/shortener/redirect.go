@@ -32,7 +32,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, ErrGone):
 			writeGone(w, r)
 		default:
-			h.svc.log.ErrorContext(r.Context(), "shortener: resolve link", "code", code, "err", err)
+			h.svc.log.Log(r.Context(), storeErrorLevel(err), "shortener: resolve link", "code", code, "err", err)
 			writeStoreUnavailable(w)
 		}
 		return

@@ -71,13 +71,24 @@ type Options struct {
 	// another replica, or in the store by hand. The replica that edits or
 	// deletes a link serves the change at once. [5s]
 	CacheTTL time.Duration
+	// CacheStaleIfError is how long past CacheTTL a cached link is still
+	// served while the store fails (down, frozen, refusing), so that an
+	// outage of the store does not take down the links this replica has
+	// just served; past it, such a redirect answers 503 like the others.
+	// While this replica cannot reach the store, an edit or deletion made
+	// on another one reaches it within CacheTTL + CacheStaleIfError.
+	// Negative: stale links are never served. [DefaultCacheStaleIfError: 1m]
+	CacheStaleIfError time.Duration
 	// StoreTimeout bounds each call to the store: a store that does not
 	// answer within it (frozen, or unreachable without a refusal) fails
 	// the request with 503 "the link store is unavailable" and
 	// Retry-After, instead of holding it. A create that times out may
 	// still have been written; its code is not returned, so nobody learns
-	// it. Negative: no bound but the request's own context.
-	// [DefaultStoreTimeout: 5s]
+	// it. Once a call has run out of it, the store is taken as not
+	// answering: one call at a time tries it (with this bound), the others
+	// fail at once with ErrStoreUnresponsive, until a call ends within it.
+	// Negative: no bound but the request's own context, and no such
+	// shortcut. [DefaultStoreTimeout: 5s]
 	StoreTimeout time.Duration
 	// TracerProvider records an OpenTelemetry client span for every
 	// store call (store.Create, store.Get, store.Visit, ...), with the
@@ -90,6 +101,12 @@ const DefaultVisitRetention = 30 * 24 * time.Hour
 
 // DefaultCacheTTL is the default of Options.CacheTTL.
 const DefaultCacheTTL = 5 * time.Second
+
+// DefaultCacheStaleIfError is the default of Options.CacheStaleIfError:
+// long enough to ride out a restart or a failover of PostgreSQL, short
+// enough that a link taken down on another replica stops within a minute
+// or so even when this one cannot reach the store.
+const DefaultCacheStaleIfError = time.Minute
 
 // Service issues and resolves short links on top of a Store: the domain,
 // apart from HTTP (NewHandler serves it). It is safe for concurrent use.
@@ -104,6 +121,7 @@ type Service struct {
 	rand        io.Reader
 	now         func() time.Time
 	cache       *linkCache // nil: no cache
+	gate        *storeGate // nil: no store timeout
 	visits      *visitCounter
 	visitLog    *visitLog // nil: Options.VisitStats off
 	retention   time.Duration
@@ -135,11 +153,13 @@ func New(store Store, o Options) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	switch {
-	case o.StoreTimeout == 0:
-		s.store = timeoutStore{Store: store, d: DefaultStoreTimeout}
-	case o.StoreTimeout > 0:
-		s.store = timeoutStore{Store: store, d: o.StoreTimeout}
+	if o.StoreTimeout >= 0 {
+		d := o.StoreTimeout
+		if d == 0 {
+			d = DefaultStoreTimeout
+		}
+		s.gate = newStoreGate(d, store.Ping, s.log)
+		s.store = timeoutStore{Store: store, d: d, gate: s.gate}
 	}
 	if o.TracerProvider != nil {
 		s.store = newTracedStore(s.store, o.TracerProvider)
@@ -165,7 +185,14 @@ func New(store Store, o Options) (*Service, error) {
 		if ttl <= 0 {
 			ttl = DefaultCacheTTL
 		}
-		s.cache = newLinkCache(o.CacheSize, ttl, s.now)
+		stale := o.CacheStaleIfError
+		switch {
+		case stale == 0:
+			stale = DefaultCacheStaleIfError
+		case stale < 0:
+			stale = 0
+		}
+		s.cache = newLinkCache(o.CacheSize, ttl, stale, s.now)
 	}
 	if o.VisitFlushInterval < 0 {
 		return nil, fmt.Errorf("shortener: negative visit flush interval %v", o.VisitFlushInterval)
@@ -315,17 +342,28 @@ func (s *Service) Resolve(ctx context.Context, code string) (Link, error) {
 }
 
 // lookup reads the link of a valid code from the cache, or from the store
-// (caching what it finds).
+// (caching what it finds). A stale cache entry (Options.CacheStaleIfError)
+// is served when the store fails, and without asking it while it is known
+// not to answer.
 func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 	if s.cache == nil {
 		return s.store.Get(ctx, code)
 	}
-	if l, ok := s.cache.get(code); ok {
-		return l, nil
+	cached, state := s.cache.get(code)
+	if state == cacheFresh {
+		return cached, nil
+	}
+	if state == cacheStale && s.gate != nil && s.gate.down() {
+		s.gate.probeInBackground()
+		return cached, nil
 	}
 	readAt := s.now()
 	l, err := s.store.Get(ctx, code)
 	if err != nil {
+		// Not found is an answer: the link was deleted.
+		if state == cacheStale && !errors.Is(err, ErrNotFound) {
+			return cached, nil
+		}
 		return Link{}, err
 	}
 	if !l.Limited() { // a limited link changes with every visit

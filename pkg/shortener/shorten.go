@@ -120,7 +120,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, in linkBody, ow
 		// The client went away; the answer is lost anyway.
 		h.svc.log.InfoContext(r.Context(), "shortener: create canceled by the client", "err", err)
 	} else {
-		h.svc.log.ErrorContext(r.Context(), "shortener: create link", "err", err)
+		h.svc.log.Log(r.Context(), storeErrorLevel(err), "shortener: create link", "err", err)
 	}
 	writeStoreUnavailable(w)
 	return Link{}, false

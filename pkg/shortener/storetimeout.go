@@ -12,63 +12,79 @@ const DefaultStoreTimeout = 5 * time.Second
 // timeoutStore gives every call of a Store a deadline, so that a store that
 // hangs (a frozen PostgreSQL, a network black hole) fails the request
 // after d with a 503 instead of holding it for as long as the store stays
-// frozen. Stores honour their context (pgx and bbolt's lock wait do).
+// frozen; and, through gate, once a call has run out of time, refuses the
+// others at once until the store answers again (see storeGate). Stores
+// honour their context (pgx and bbolt's lock wait do).
 type timeoutStore struct {
 	Store
-	d time.Duration
+	d    time.Duration
+	gate *storeGate
+}
+
+// call runs f with the deadline, if the gate admits it.
+func (s timeoutStore) call(ctx context.Context, f func(context.Context) error) error {
+	probe, err := s.gate.enter()
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.d)
+	err = f(cctx)
+	s.gate.leave(probe, ctx, cctx, err)
+	cancel()
+	return err
 }
 
 func (s timeoutStore) Create(ctx context.Context, l Link) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.Create(ctx, l)
+	return s.call(ctx, func(ctx context.Context) error { return s.Store.Create(ctx, l) })
 }
 
-func (s timeoutStore) Get(ctx context.Context, code string) (Link, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.Get(ctx, code)
+func (s timeoutStore) Get(ctx context.Context, code string) (l Link, err error) {
+	err = s.call(ctx, func(ctx context.Context) error {
+		l, err = s.Store.Get(ctx, code)
+		return err
+	})
+	return l, err
 }
 
-func (s timeoutStore) List(ctx context.Context, owner string, after Cursor, limit int) ([]Link, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.List(ctx, owner, after, limit)
+func (s timeoutStore) List(ctx context.Context, owner string, after Cursor, limit int) (links []Link, err error) {
+	err = s.call(ctx, func(ctx context.Context) error {
+		links, err = s.Store.List(ctx, owner, after, limit)
+		return err
+	})
+	return links, err
 }
 
 func (s timeoutStore) Delete(ctx context.Context, code, owner string) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.Delete(ctx, code, owner)
+	return s.call(ctx, func(ctx context.Context) error { return s.Store.Delete(ctx, code, owner) })
 }
 
-func (s timeoutStore) Visit(ctx context.Context, code string, now time.Time) (Link, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.Visit(ctx, code, now)
+func (s timeoutStore) Visit(ctx context.Context, code string, now time.Time) (l Link, err error) {
+	err = s.call(ctx, func(ctx context.Context) error {
+		l, err = s.Store.Visit(ctx, code, now)
+		return err
+	})
+	return l, err
 }
 
 func (s timeoutStore) AddVisits(ctx context.Context, counts map[string]int64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.AddVisits(ctx, counts)
+	return s.call(ctx, func(ctx context.Context) error { return s.Store.AddVisits(ctx, counts) })
 }
 
 func (s timeoutStore) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return s.Store.Ping(ctx)
+	return s.call(ctx, s.Store.Ping)
 }
 
 // Edit forwards to the store's Editor, or returns ErrNotSupported.
-func (s timeoutStore) Edit(ctx context.Context, code, owner string, e LinkEdit) (Link, error) {
+func (s timeoutStore) Edit(ctx context.Context, code, owner string, e LinkEdit) (l Link, err error) {
 	ed, ok := s.Store.(Editor)
 	if !ok {
 		return Link{}, ErrNotSupported
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return ed.Edit(ctx, code, owner, e)
+	err = s.call(ctx, func(ctx context.Context) error {
+		l, err = ed.Edit(ctx, code, owner, e)
+		return err
+	})
+	return l, err
 }
 
 func (s timeoutStore) visitStats() (VisitStatsStore, bool) {
@@ -82,9 +98,7 @@ func (s timeoutStore) RecordVisits(ctx context.Context, events []VisitEvent) err
 	if !ok {
 		return ErrNotSupported
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return vs.RecordVisits(ctx, events)
+	return s.call(ctx, func(ctx context.Context) error { return vs.RecordVisits(ctx, events) })
 }
 
 // PruneVisits forwards to the store's VisitStatsStore, with no deadline
@@ -98,12 +112,14 @@ func (s timeoutStore) PruneVisits(ctx context.Context, before time.Time) error {
 }
 
 // VisitStats forwards to the store's VisitStatsStore.
-func (s timeoutStore) VisitStats(ctx context.Context, code string, q StatsQuery) (VisitStats, error) {
+func (s timeoutStore) VisitStats(ctx context.Context, code string, q StatsQuery) (st VisitStats, err error) {
 	vs, ok := s.visitStats()
 	if !ok {
 		return VisitStats{}, ErrNotSupported
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.d)
-	defer cancel()
-	return vs.VisitStats(ctx, code, q)
+	err = s.call(ctx, func(ctx context.Context) error {
+		st, err = vs.VisitStats(ctx, code, q)
+		return err
+	})
+	return st, err
 }

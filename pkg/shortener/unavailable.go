@@ -1,6 +1,8 @@
 package shortener
 
 import (
+	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
@@ -19,4 +21,15 @@ const storeRetryAfter = "5"
 func writeStoreUnavailable(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", storeRetryAfter)
 	problem.Write(w, http.StatusServiceUnavailable, "the link store is unavailable; try again later")
+}
+
+// storeErrorLevel is the level at which a request's store failure is
+// logged: an error, except the calls refused at once while the store does
+// not answer (ErrStoreUnresponsive), which are many and say nothing new:
+// the outage and its end are logged once each.
+func storeErrorLevel(err error) slog.Level {
+	if errors.Is(err, ErrStoreUnresponsive) {
+		return slog.LevelDebug
+	}
+	return slog.LevelError
 }

@@ -97,7 +97,10 @@ Identity (pick at most one):
 Faults and stopping:
   --store-timeout bounds each store call: a store that hangs (a frozen
   PostgreSQL) answers 503 "the link store is unavailable" with Retry-After
-  after it, like a store that is down. A PostgreSQL that does not answer
+  after it, like a store that is down; once a call has timed out, one call
+  at a time tries the store and the others answer 503 at once, until it
+  answers. Links redirected within --cache-ttl + --cache-stale-if-error
+  are still redirected from the cache while the store fails. A PostgreSQL that does not answer
   at start does not stop the start: it is connected (and migrated) in the
   background, and links answer 503 until then.
   SIGTERM drains: /health answers 503 at once, the listener keeps accepting
@@ -133,6 +136,7 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.Duration("store-timeout", shortener.DefaultStoreTimeout, "bound of each link store call: past it the request answers 503 (the link store is unavailable) with Retry-After")
 	f.Int("cache-size", 100_000, "links kept in an in-process redirect cache (about 200 bytes each plus the URL); 0 disables it")
 	f.Duration("cache-ttl", shortener.DefaultCacheTTL, "how long a cached link is served without asking the store: every replica serves an edit or stops serving a deleted link within this bound")
+	f.Duration("cache-stale-if-error", shortener.DefaultCacheStaleIfError, `how long past --cache-ttl a cached link is still redirected while the store fails (down, frozen): links served recently survive an outage; "0s" never serves them stale`)
 	f.Bool("visit-stats", true, "keep per-visit statistics (GET /links/{code}/stats): time, referrer host, device class, browser family, country, bot flag; never the IP address, User-Agent, cookies or query string")
 	f.Int("visit-retention-days", 30, "days raw visits (hourly statistics) are kept; daily statistics are kept as long as the link")
 	f.String("geoip-file", "", "MaxMind-format country database (GeoLite2-Country.mmdb, ...) for the visits' countries; the address is looked up in memory and dropped")

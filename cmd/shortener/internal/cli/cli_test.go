@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second,
 		DrainDelay: 5 * time.Second, StoreTimeout: 5 * time.Second,
-		CacheSize: 100_000, CacheTTL: 5 * time.Second, MetricsListen: "127.0.0.1:9091",
+		CacheSize: 100_000, CacheTTL: 5 * time.Second, CacheStaleIfError: time.Minute, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
 		UsernameHeader:     "X-Auth-Request-Preferred-Username",
 		VisitFlushInterval: time.Second, VisitStats: true, VisitRetentionDays: 30,
@@ -93,6 +93,7 @@ func TestBadConfig(t *testing.T) {
 		{args: []string{"--cache-size", "-1"}},
 		{env: [2]string{"SHORTENER_CACHE_SIZE", "lots"}},
 		{args: []string{"--cache-ttl", "0s"}},
+		{args: []string{"--cache-stale-if-error", "-1s"}},
 		{args: []string{"--visit-flush-interval", "0s"}},
 		{args: []string{"--idp-token-location", "query"}},
 		{args: []string{"--idp-token-location", "cookie"}}, // needs --idp-server-url

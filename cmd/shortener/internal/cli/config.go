@@ -31,6 +31,9 @@ type config struct {
 	StoreTimeout    time.Duration // bound of each store call
 	CacheSize       int           // links kept in the redirect cache; 0 = none
 	CacheTTL        time.Duration // how long a cached link is served
+	// CacheStaleIfError: how long past CacheTTL a cached link is served
+	// while the store fails; 0 never.
+	CacheStaleIfError time.Duration
 
 	CustomCodes        bool          // creators may choose their code
 	Page               bool          // serve the web page at GET /
@@ -164,6 +167,12 @@ func loadConfig(v *viper.Viper) (config, error) {
 		errs = append(errs, fmt.Errorf("shortener: cache-ttl: %q is not a positive duration", ct))
 	} else {
 		cfg.CacheTTL = d
+	}
+	cse := v.GetString("cache-stale-if-error")
+	if d, err := time.ParseDuration(cse); err != nil || d < 0 {
+		errs = append(errs, fmt.Errorf("shortener: cache-stale-if-error: %q is not a duration ≥ 0", cse))
+	} else {
+		cfg.CacheStaleIfError = d
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
 		errs = append(errs, fmt.Errorf("shortener: log-level: %w", err))

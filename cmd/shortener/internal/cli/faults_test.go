@@ -3,10 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,5 +194,83 @@ func TestStartsWithPostgresDown(t *testing.T) {
 			t.Fatalf("POST after PostgreSQL came up: %d %s\n%s", code, body, logs)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// With PostgreSQL frozen, links redirected a moment before keep
+// redirecting from the cache (--cache-stale-if-error), however stale
+// (--cache-ttl 1ns here), while a link never redirected answers 503
+// naming the store.
+func TestFrozenPostgresStillRedirectsCachedLinks(t *testing.T) {
+	dsn, _ := pgtest.Schema(t, pgtest.DSN(t, "the frozen-PostgreSQL cache test"), "shortener_stale_")
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := faultnet.New(t, u.Host)
+	u.Host = fp.Addr()
+	cfg := baseConfig(u.String())
+	cfg.StoreTimeout = 300 * time.Millisecond
+	cfg.CacheSize, cfg.CacheTTL, cfg.CacheStaleIfError = 100, time.Nanosecond, time.Hour
+	base, stop, logs := startRun(t, cfg)
+	defer func() {
+		fp.Thaw()
+		if err := stop(); err != nil {
+			t.Errorf("run: %v\n%s", err, logs)
+		}
+	}()
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	create := func(target string) string {
+		t.Helper()
+		resp, err := client.Post(base+"/shorten", "application/json", strings.NewReader(`{"url":"`+target+`"}`))
+		if err != nil {
+			t.Fatalf("POST /shorten: %v", err)
+		}
+		defer resp.Body.Close()
+		var created struct {
+			Code string `json:"short_code"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST /shorten = %d %v", resp.StatusCode, err)
+		}
+		return created.Code
+	}
+	get := func(code string) (int, string) {
+		resp, err := client.Get(base + "/" + code)
+		if err != nil {
+			t.Errorf("GET /%s: %v", code, err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	hot, cold := create("https://example.com/hot"), create("https://example.com/cold")
+	if code, body := get(hot); code != http.StatusFound {
+		t.Fatalf("GET before the freeze = %d %s", code, body)
+	}
+
+	fp.Freeze()
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				hc, _ := get(hot)
+				cc, body := get(cold)
+				if cc == http.StatusServiceUnavailable && !strings.Contains(body, "the link store is unavailable") {
+					t.Errorf("503 without naming the store: %s", body)
+				}
+				mu.Lock()
+				outcomes[fmt.Sprintf("hot %d", hc)]++
+				outcomes[fmt.Sprintf("cold %d", cc)]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if outcomes["hot 302"] != 100 || outcomes["cold 503"] != 100 {
+		t.Fatalf("with PostgreSQL frozen: %v; want 100 × 302 for the link served before, 100 × 503 for the other", outcomes)
 	}
 }

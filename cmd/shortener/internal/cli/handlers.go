@@ -45,8 +45,12 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinf
 	if cfg.ClientIPHeader != "" {
 		hopts.ClientIP = shortener.ClientIPFromHeader(cfg.ClientIPHeader)
 	}
+	staleIfError := cfg.CacheStaleIfError
+	if staleIfError == 0 {
+		staleIfError = -1 // the flag's 0 is "never"; the option's is its default
+	}
 	svc, err = shortener.New(store, shortener.Options{
-		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL,
+		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL, CacheStaleIfError: staleIfError,
 		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
 		StoreTimeout: cfg.StoreTimeout, TracerProvider: cfg.tracerProvider,
 		VisitStats: cfg.VisitStats, VisitRetention: time.Duration(cfg.VisitRetentionDays) * 24 * time.Hour,
