@@ -48,7 +48,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 			return fmt.Errorf("read the schema version: %w", err)
 		}
 		if legacy != nil && *legacy > legacyGuardVersion {
-			return fmt.Errorf("database schema version %d is newer than this binary's", *legacy)
+			return fmt.Errorf("%w (version %d)", errSchemaNewer, *legacy)
 		}
 	}
 	sub, err := fs.Sub(migrationFiles, "migrations")
@@ -82,7 +82,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	}
 	sources := p.ListSources()
 	if latest := sources[len(sources)-1].Version; current > latest {
-		return fmt.Errorf("database schema version %d is newer than this binary's (%d)", current, latest)
+		return fmt.Errorf("%w (version %d, this binary's %d)", errSchemaNewer, current, latest)
 	}
 	return nil
 }

@@ -41,7 +41,10 @@ type Store struct {
 var _ shortener.Store = (*Store)(nil)
 
 // Open connects to the database named by dsn, checks the connection and
-// migrates the schema.
+// migrates the schema. A DSN that does not parse gives an error matching
+// ErrInvalidDSN; PostgreSQL refusing for a reason no retry fixes (no such
+// database or role, a wrong password, ...) one matching ErrRefused, with
+// PostgreSQL's reason; other errors (the server does not answer) may pass.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -55,11 +58,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("shortener: pgstore: connect: %w", err)
+		return nil, openError("connect", err)
 	}
 	if err := migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("shortener: pgstore: migrate: %w", err)
+		return nil, openError("migrate", err)
 	}
 	return &Store{pool: pool}, nil
 }

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -100,6 +101,8 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if s, err := pgstore.Open(ctx, dsn); err == nil {
 		s.Close()
 		t.Fatal("Open accepted a schema newer than the binary's")
+	} else if !errors.Is(err, pgstore.ErrRefused) {
+		t.Fatalf("Open: %v; want an error matching ErrRefused (no retry fixes it)", err)
 	}
 }
 
@@ -118,6 +121,8 @@ func TestNewerGooseVersionRefused(t *testing.T) {
 	if s, err := pgstore.Open(ctx, dsn); err == nil {
 		s.Close()
 		t.Fatal("Open accepted a goose version newer than the binary's")
+	} else if !errors.Is(err, pgstore.ErrRefused) {
+		t.Fatalf("Open: %v; want an error matching ErrRefused (no retry fixes it)", err)
 	}
 }
 
@@ -206,6 +211,9 @@ func TestUnreachable(t *testing.T) {
 	_, err := pgstore.Open(ctx, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 	if err == nil {
 		t.Fatal("Open of an unreachable server succeeded")
+	}
+	if errors.Is(err, pgstore.ErrRefused) {
+		t.Fatalf("Open of an unreachable server: %v matches ErrRefused; it may come up", err)
 	}
 }
 

@@ -274,3 +274,34 @@ func TestFrozenPostgresStillRedirectsCachedLinks(t *testing.T) {
 		t.Fatalf("with PostgreSQL frozen: %v; want 100 × 302 for the link served before, 100 × 503 for the other", outcomes)
 	}
 }
+
+// A PostgreSQL that answers with a refusal no retry fixes (no such
+// database, no such role) stops the start with PostgreSQL's own reason,
+// instead of serving 503s and retrying for ever; only a PostgreSQL that
+// does not answer is waited for (TestStartsWithPostgresDown).
+func TestStartStopsWhenPostgresRefuses(t *testing.T) {
+	dsn := pgtest.DSN(t, "the PostgreSQL-refuses test")
+	for _, tc := range []struct{ user, db, want string }{
+		{db: "shortener_no_such_db", want: `database "shortener_no_such_db" does not exist`},
+		{user: "shortener_no_such_role", want: `role "shortener_no_such_role" does not exist`},
+	} {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.user != "" {
+			u.User = url.User(tc.user)
+		}
+		if tc.db != "" {
+			u.Path = "/" + tc.db
+		}
+		logs := &syncBuffer{}
+		ready := false
+		ctx, cancel := context.WithCancel(t.Context())
+		err = run(ctx, baseConfig(u.String()), logs, runHooks{ready: func(string) { ready = true; cancel() }})
+		cancel()
+		if ready || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("start with %s: served=%v err=%v; want a start error with %q\n%s", u.Redacted(), ready, err, tc.want, logs)
+		}
+	}
+}

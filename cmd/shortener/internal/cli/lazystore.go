@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/pgstore"
 )
 
 // lazyStore is a store that is not connected yet: a PostgreSQL that does
@@ -49,6 +50,12 @@ func newLazyStore(open func(context.Context) (shortener.Store, error), interval 
 			}
 			if ctx.Err() != nil {
 				return
+			}
+			if errors.Is(err, pgstore.ErrRefused) {
+				// It came up, and refuses: the configuration or the
+				// database must change; keep trying until it does.
+				log.Error("PostgreSQL answers but refuses the store; links answer 503 until this is fixed", "err", err)
+				continue
 			}
 			log.Warn("the store is still unreachable; links answer 503 until it answers", "err", err)
 		}

@@ -121,7 +121,9 @@ func looksLikeKeywordDSN(spec string) bool {
 //
 // A PostgreSQL that does not answer at start does not stop the start: the
 // store connects in the background (see lazyStore), and until then every
-// route that needs it answers 503. A DSN that does not parse does.
+// route that needs it answers 503. A DSN that does not parse does, and so
+// does a PostgreSQL that answers with a refusal no retry fixes (see
+// pgstore.ErrRefused), with PostgreSQL's reason.
 func openStore(ctx context.Context, spec string, log *slog.Logger) (shortener.Store, string, error) {
 	kind, arg, err := parseStore(spec)
 	if err != nil {
@@ -138,6 +140,10 @@ func openStore(ctx context.Context, spec string, log *slog.Logger) (shortener.St
 		switch {
 		case errors.Is(err, pgstore.ErrInvalidDSN):
 			return nil, "", err
+		case errors.Is(err, pgstore.ErrRefused):
+			// PostgreSQL answered and said no (no such database or role,
+			// a wrong password, ...): retrying would only repeat it.
+			return nil, "", fmt.Errorf("shortener: --store %s: %w", redact(arg), err)
 		case err != nil:
 			log.Warn("PostgreSQL does not answer; starting without it: links answer 503 until it does", "err", err)
 			return newLazyStore(func(ctx context.Context) (shortener.Store, error) {
