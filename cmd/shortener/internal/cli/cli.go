@@ -72,7 +72,8 @@ func newRootCmd(runFn func(context.Context, config, io.Writer) error) *cobra.Com
 
 Every flag can also be set with an environment variable: SHORTENER_ followed
 by the flag name in upper case with "-" as "_" (--base-url: SHORTENER_BASE_URL).
-Flags win over the environment.
+Flags win over the environment. Any other SHORTENER_ variable is an error
+(a misspelt one would otherwise be ignored).
 
 Stores (--store):
   bolt:PATH or PATH          embedded bbolt file, created on first run (default)
@@ -100,9 +101,12 @@ Faults and stopping:
   after it, like a store that is down; once a call has timed out, one call
   at a time tries the store and the others answer 503 at once, until it
   answers. Links redirected within --cache-ttl + --cache-stale-if-error
-  are still redirected from the cache while the store fails. A PostgreSQL that does not answer
-  at start does not stop the start: it is connected (and migrated) in the
-  background, and links answer 503 until then.
+  are still redirected from the cache while the store fails.
+  A PostgreSQL that does not answer at start does not stop the start: it
+  is connected (and migrated) in the background, and links answer 503
+  until then. One that answers with a refusal no retry fixes (no such
+  database or role, a wrong password, no privilege) stops the start, with
+  PostgreSQL's reason.
   SIGTERM drains: /health answers 503 at once, the listener keeps accepting
   for --drain-delay while load balancers stop sending, every answer says
   "Connection: close", then in-flight requests get --shutdown-timeout.
@@ -113,6 +117,9 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 		SilenceUsage:  true,
 		SilenceErrors: false,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkEnv(os.Environ(), cmd.Flags()); err != nil {
+				return err
+			}
 			cfg, err := loadConfig(v)
 			if err != nil {
 				return err
@@ -121,6 +128,7 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 		},
 	}
 	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	cmd.SetFlagErrorFunc(suggestFlag)
 	f := cmd.Flags()
 	f.String("listen", "127.0.0.1:8000", "address to serve the API on")
 	f.String("store", "bolt:./data/shortener.db", "link store: bolt:PATH, PATH, postgres://..., or memory:")
