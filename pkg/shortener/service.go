@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -122,6 +123,7 @@ type Service struct {
 	now         func() time.Time
 	cache       *linkCache // nil: no cache
 	gate        *storeGate // nil: no store timeout
+	staleServed atomic.Int64
 	visits      *visitCounter
 	visitLog    *visitLog // nil: Options.VisitStats off
 	retention   time.Duration
@@ -355,6 +357,7 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 	}
 	if state == cacheStale && s.gate != nil && s.gate.down() {
 		s.gate.probeInBackground()
+		s.staleServed.Add(1)
 		return cached, nil
 	}
 	readAt := s.now()
@@ -362,6 +365,7 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 	if err != nil {
 		// Not found is an answer: the link was deleted.
 		if state == cacheStale && !errors.Is(err, ErrNotFound) {
+			s.staleServed.Add(1)
 			return cached, nil
 		}
 		return Link{}, err
@@ -371,6 +375,17 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 	}
 	return l, nil
 }
+
+// StaleServed returns how many lookups were answered with a cached link
+// past Options.CacheTTL because the store failed (see
+// Options.CacheStaleIfError), since New.
+func (s *Service) StaleServed() int64 { return s.staleServed.Load() }
+
+// StoreAnswering reports whether the store is taken to answer: false from
+// a call that ran out of Options.StoreTimeout until a call answers within
+// it (meanwhile calls but one fail with ErrStoreUnresponsive). Always true
+// with a negative StoreTimeout.
+func (s *Service) StoreAnswering() bool { return s.gate == nil || !s.gate.down() }
 
 // ValidCode reports whether code could have been issued by s: base62, of a
 // length between the configured code length and MaxCodeLength, or, with

@@ -273,6 +273,15 @@ func TestFrozenPostgresStillRedirectsCachedLinks(t *testing.T) {
 	if outcomes["hot 302"] != 100 || outcomes["cold 503"] != 100 {
 		t.Fatalf("with PostgreSQL frozen: %v; want 100 × 302 for the link served before, 100 × 503 for the other", outcomes)
 	}
+	resp, err := client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), "\nshortener_stale_redirects_total 100\n") || !strings.Contains(string(metrics), "\nshortener_store_answering 0\n") {
+		t.Errorf("metrics with PostgreSQL frozen lack the 100 stale redirects or the store's state:\n%s", metrics)
+	}
 }
 
 // A PostgreSQL that answers with a refusal no retry fixes (no such

@@ -66,6 +66,7 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinf
 	var m *metrics
 	if cfg.MetricsListen != "off" {
 		m = newMetrics()
+		m.watchStore(svc)
 		metricsHandler = m.handler()
 	}
 	var accessLog *slog.Logger

@@ -40,6 +40,25 @@ func newMetrics() *metrics {
 	return m
 }
 
+// watchStore exports how svc copes with its store: redirects served from
+// stale cache entries while it fails, and whether it answers.
+func (m *metrics) watchStore(svc *shortener.Service) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "shortener_stale_redirects_total",
+			Help: "Links served from the redirect cache past --cache-ttl because the store failed (--cache-stale-if-error).",
+		}, func() float64 { return float64(svc.StaleServed()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shortener_store_answering",
+			Help: "1 while the link store answers within --store-timeout; 0 from a call that ran out of it until one answers (meanwhile one call at a time tries the store).",
+		}, func() float64 {
+			if svc.StoreAnswering() {
+				return 1
+			}
+			return 0
+		}))
+}
+
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
