@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/idp-proxy/idp-proxy/internal/pgtest"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/pgstore"
@@ -128,6 +130,76 @@ func TestOpenRefusedWithPostgresReason(t *testing.T) {
 			}
 			if !errors.Is(err, pgstore.ErrRefused) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Open: %v\nwant an error matching ErrRefused with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// refusingServer is a PostgreSQL front door on loopback that answers every
+// startup with the error code: for the refusals the test server cannot be
+// made to give (its pg_hba.conf trusts every local connection, so no
+// password is ever wrong) and for the errors that must stay retryable.
+func refusingServer(t *testing.T, code, message string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				for {
+					msg, err := be.ReceiveStartupMessage()
+					if err != nil {
+						return
+					}
+					if _, ok := msg.(*pgproto3.SSLRequest); ok {
+						if _, err := c.Write([]byte("N")); err != nil {
+							return
+						}
+						continue
+					}
+					be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: code, Message: message})
+					_ = be.Flush()
+					return
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestOpenRefusalsBySQLState(t *testing.T) {
+	for _, tc := range []struct {
+		code, message string
+		refused       bool
+	}{
+		{"28P01", `password authentication failed for user "app"`, true},
+		{"28000", `no pg_hba.conf entry for host "127.0.0.1", user "app", database "links", no encryption`, true},
+		{"57P03", "the database system is starting up", false},
+		{"53300", "sorry, too many clients already", false},
+	} {
+		t.Run(tc.code, func(t *testing.T) {
+			addr := refusingServer(t, tc.code, tc.message)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, err := pgstore.Open(ctx, "postgres://app:secret@"+addr+"/links?sslmode=disable")
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if got := errors.Is(err, pgstore.ErrRefused); got != tc.refused {
+				t.Fatalf("Open: %v: matches ErrRefused = %v, want %v", err, got, tc.refused)
+			}
+			if tc.refused && (!strings.Contains(err.Error(), tc.message) || strings.Contains(err.Error(), "secret")) {
+				t.Fatalf("Open: %v; want PostgreSQL's reason %q and no password", err, tc.message)
 			}
 		})
 	}
