@@ -314,3 +314,34 @@ func TestStartStopsWhenPostgresRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A PostgreSQL down at start that comes up refusing (here: the database
+// does not exist) is logged as refusing, with its reason, not as still
+// unreachable.
+func TestPostgresDownAtStartThenRefusingIsLoggedAsRefusing(t *testing.T) {
+	u, err := url.Parse(pgtest.DSN(t, "the PostgreSQL-refuses-later test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := faultnet.New(t, u.Host)
+	fp.Down()
+	u.Host = fp.Addr()
+	u.Path = "/shortener_no_such_db"
+	_, stop, logs := startRun(t, baseConfig(u.String()))
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("run: %v\n%s", err, logs)
+		}
+	}()
+	fp.Up()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), `refuses the store`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no refusal logged:\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), `database \"shortener_no_such_db\" does not exist`) {
+		t.Fatalf("the refusal is logged without PostgreSQL's reason:\n%s", logs)
+	}
+}
