@@ -10,8 +10,8 @@ import (
 )
 
 // ErrStoreUnresponsive is returned, at once, for a store call made while
-// the store is known not to answer (a call ran out of Options.StoreTimeout
-// and none has answered since) and another call is already finding out
+// the store is known not to answer (a call on one link ran out of
+// Options.StoreTimeout and none has answered since) and another call is already finding out
 // whether it answers again. Handlers answer it 503 "the link store is
 // unavailable", like any other store failure.
 var ErrStoreUnresponsive = errors.New("shortener: the link store does not answer; one call at a time is trying it")
@@ -53,11 +53,14 @@ func (g *storeGate) enter() (probe bool, err error) {
 
 // leave records how a call admitted by enter ended: parent is the
 // caller's context, ctx the call's (with the store timeout), err its
-// result. A call whose caller gave up says nothing about the store.
-func (g *storeGate) leave(probe bool, parent, ctx context.Context, err error) {
+// result. A call whose caller gave up says nothing about the store, nor
+// does a bulk call that timed out (bulk is true: a statistics query or a
+// batch may be slow with the store well); any call that ends in time says
+// it answers.
+func (g *storeGate) leave(probe, bulk bool, parent, ctx context.Context, err error) {
 	if parent.Err() == nil {
 		if err != nil && (ctx.Err() != nil || isTimeout(err)) {
-			if !g.unanswered.Swap(true) {
+			if !bulk && !g.unanswered.Swap(true) {
 				g.log.Warn("the link store does not answer: one call at a time tries it, the others answer 503 at once; cached links are still redirected", "timeout", g.timeout, "err", err)
 			}
 		} else if g.unanswered.Swap(false) {
@@ -84,7 +87,7 @@ func (g *storeGate) probeInBackground() {
 		parent := context.Background()
 		ctx, cancel := context.WithTimeout(parent, g.timeout)
 		defer cancel()
-		g.leave(true, parent, ctx, g.ping(ctx))
+		g.leave(true, false, parent, ctx, g.ping(ctx))
 	}()
 }
 

@@ -27,6 +27,10 @@ func (h *hangingStore) Get(ctx context.Context, code string) (Link, error) {
 
 func (h *hangingStore) Ping(ctx context.Context) error { return h.hang(ctx) }
 
+func (h *hangingStore) List(ctx context.Context, owner string, after Cursor, limit int) ([]Link, error) {
+	return nil, h.hang(ctx)
+}
+
 func (h *hangingStore) hang(ctx context.Context) error {
 	h.calls.Add(1)
 	if h.frozen.Load() {
@@ -130,6 +134,36 @@ func TestStaleLinksServedWithoutWaitingWhileTheStoreDoesNotAnswer(t *testing.T) 
 		before = st.calls.Load()
 		if _, err := s.Resolve(ctx, "Abc1234"); err != nil || st.calls.Load() != before+1 {
 			t.Fatalf("after the store answered: %v, %d calls; want a store read", err, st.calls.Load()-before)
+		}
+	})
+}
+
+// A list, a statistics query or a batch that runs out of StoreTimeout may
+// just be big: it does not take the store as not answering.
+func TestSlowBulkCallDoesNotTakeTheStoreAsNotAnswering(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st := &hangingStore{fakeStore: fakeStore{links: map[string]Link{"Abc1234": {Code: "Abc1234", URL: "https://example.com/"}}}}
+		s, err := New(st, Options{StoreTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.frozen.Store(true)
+		if _, _, err := s.List(ctx, "alice", Cursor{}, 10); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("List: %v", err)
+		}
+		st.frozen.Store(false)
+		var wg sync.WaitGroup
+		for range 5 {
+			wg.Go(func() {
+				if _, err := s.Resolve(ctx, "Abc1234"); err != nil {
+					t.Errorf("Resolve after a slow list: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if !s.StoreAnswering() {
+			t.Fatal("the store is taken as not answering after a slow list")
 		}
 	})
 }

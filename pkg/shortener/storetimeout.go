@@ -21,15 +21,28 @@ type timeoutStore struct {
 	gate *storeGate
 }
 
-// call runs f with the deadline, if the gate admits it.
+// call runs f, a call on one link (or a Ping) that a store that answers
+// serves quickly, with the deadline, if the gate admits it: running out
+// of it takes the store as not answering.
 func (s timeoutStore) call(ctx context.Context, f func(context.Context) error) error {
+	return s.run(ctx, false, f)
+}
+
+// callBulk is call for a list, a statistics query or a batch, which may
+// run out of the deadline with the store answering: that is not taken as
+// the store not answering.
+func (s timeoutStore) callBulk(ctx context.Context, f func(context.Context) error) error {
+	return s.run(ctx, true, f)
+}
+
+func (s timeoutStore) run(ctx context.Context, bulk bool, f func(context.Context) error) error {
 	probe, err := s.gate.enter()
 	if err != nil {
 		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.d)
 	err = f(cctx)
-	s.gate.leave(probe, ctx, cctx, err)
+	s.gate.leave(probe, bulk, ctx, cctx, err)
 	cancel()
 	return err
 }
@@ -47,7 +60,7 @@ func (s timeoutStore) Get(ctx context.Context, code string) (l Link, err error) 
 }
 
 func (s timeoutStore) List(ctx context.Context, owner string, after Cursor, limit int) (links []Link, err error) {
-	err = s.call(ctx, func(ctx context.Context) error {
+	err = s.callBulk(ctx, func(ctx context.Context) error {
 		links, err = s.Store.List(ctx, owner, after, limit)
 		return err
 	})
@@ -55,7 +68,8 @@ func (s timeoutStore) List(ctx context.Context, owner string, after Cursor, limi
 }
 
 func (s timeoutStore) Delete(ctx context.Context, code, owner string) error {
-	return s.call(ctx, func(ctx context.Context) error { return s.Store.Delete(ctx, code, owner) })
+	// Bulk: deleting a link deletes its statistics.
+	return s.callBulk(ctx, func(ctx context.Context) error { return s.Store.Delete(ctx, code, owner) })
 }
 
 func (s timeoutStore) Visit(ctx context.Context, code string, now time.Time) (l Link, err error) {
@@ -67,7 +81,7 @@ func (s timeoutStore) Visit(ctx context.Context, code string, now time.Time) (l 
 }
 
 func (s timeoutStore) AddVisits(ctx context.Context, counts map[string]int64) error {
-	return s.call(ctx, func(ctx context.Context) error { return s.Store.AddVisits(ctx, counts) })
+	return s.callBulk(ctx, func(ctx context.Context) error { return s.Store.AddVisits(ctx, counts) })
 }
 
 func (s timeoutStore) Ping(ctx context.Context) error {
@@ -98,7 +112,7 @@ func (s timeoutStore) RecordVisits(ctx context.Context, events []VisitEvent) err
 	if !ok {
 		return ErrNotSupported
 	}
-	return s.call(ctx, func(ctx context.Context) error { return vs.RecordVisits(ctx, events) })
+	return s.callBulk(ctx, func(ctx context.Context) error { return vs.RecordVisits(ctx, events) })
 }
 
 // PruneVisits forwards to the store's VisitStatsStore, with no deadline
@@ -117,7 +131,7 @@ func (s timeoutStore) VisitStats(ctx context.Context, code string, q StatsQuery)
 	if !ok {
 		return VisitStats{}, ErrNotSupported
 	}
-	err = s.call(ctx, func(ctx context.Context) error {
+	err = s.callBulk(ctx, func(ctx context.Context) error {
 		st, err = vs.VisitStats(ctx, code, q)
 		return err
 	})
