@@ -86,13 +86,12 @@ type Options struct {
 	// Retry-After, instead of holding it. A create that times out may
 	// still have been written; its code is not returned, so nobody learns
 	// it. Once a call on one link (a lookup, a create, an edit, a visit of
-	// a limited link) or a health check has run out of it, the store is
-	// taken as not answering: one call at a time tries it (with this
-	// bound), the others fail at once with ErrStoreUnresponsive, until a
-	// call ends within it. Lists, statistics and batches may be slow with
-	// the store well, and do not count.
-	// Negative: no bound but the request's own context, and no such
-	// shortcut. [DefaultStoreTimeout: 5s]
+	// a limited link) has run out of it, the store is taken as not
+	// answering: one call at a time tries it (with this bound), the others
+	// fail at once with ErrStoreUnresponsive, until a call ends within it.
+	// Lists, statistics, deletions and batches may be slow with the store
+	// well, and do not count. Negative: no bound but the request's own
+	// context, and no such shortcut. [DefaultStoreTimeout: 5s]
 	StoreTimeout time.Duration
 	// TracerProvider records an OpenTelemetry client span for every
 	// store call (store.Create, store.Get, store.Visit, ...), with the
