@@ -50,7 +50,7 @@ func (p *Plugin) newRoutes() http.Handler {
 			writeProblem(w, http.StatusNotFound, "the authentication routes are not enabled")
 		})
 	}
-	seal, err := newSealer(p.cfg.SessionSecret, "login-state")
+	seal, err := newSealer(p.cfg.SessionSecret, "login-state", sealScope(p.cfg, p.issuer))
 	if err != nil { // cannot happen with a validated config
 		p.cfg.Logger.Error("idp: auth routes disabled", "error", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
