@@ -2,6 +2,7 @@ package idp_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -82,5 +83,18 @@ func TestLoginStartedOnAppHostWithoutCookieDomain(t *testing.T) {
 		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != want {
 			t.Fatalf("callback: %d to %q, want %q", resp.StatusCode, got, want)
 		}
+	}
+}
+
+// TestLoginURLForUnsafePageOnAppHost: a protected page of an app's host
+// whose URL is no safe return-to target still signs in through the
+// central callback, to come back to that host's root, not the callback
+// host's.
+func TestLoginURLForUnsafePageOnAppHost(t *testing.T) {
+	e := newSSOEnv(t, nil)
+	r := httptest.NewRequest(http.MethodGet, e.url("a.example.com", "/x/%2e%2e/y"), nil)
+	want := e.url("login.example.com", "/auth/login?return_to="+url.QueryEscape(e.url("a.example.com", "/")))
+	if got := e.p.LoginURLFor(r); got != want {
+		t.Fatalf("LoginURLFor(%s) = %q, want %q", r.URL, got, want)
 	}
 }
