@@ -175,6 +175,9 @@ type Config struct {
 
 	// SessionSecret seals the login-state and session cookies of the /auth
 	// routes (AES-GCM). At least 32 bytes; required when IncludeRoutes.
+	// A sealed cookie is bound to the deployment: it opens only under the
+	// same session cookie domain (or RedirectURI host), issuer and
+	// ClientID, whatever else shares the secret.
 	SessionSecret []byte
 	// Scopes requested by the login route; "openid" is always included.
 	// ["openid", "profile", "email"]

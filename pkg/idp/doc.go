@@ -104,7 +104,13 @@
 //     return_to must be a relative path on this site ("/reports?x=1"; see
 //     the rules in safeReturnTo), or an absolute URL on a host of
 //     Config.AllowedRedirectHosts; it is handed back in the callback's
-//     document for the client to navigate to, never redirected to.
+//     document for the client to navigate to, never redirected to. On an
+//     app's host (another host than RedirectURI's, allowed by
+//     Config.AllowedRedirectHosts), a relative return_to (or none: "/")
+//     is that host's page, and the login-state cookie takes
+//     SessionConfig.CookieDomain so that the callback host reads it;
+//     without a cookie domain the route sends the browser to the login
+//     route of the callback host (see LoginURLFor).
 //   - GET {prefix}/callback: checks state against the cookie (on a
 //     mismatch, a missing, tampered or expired cookie: 400, and the
 //     provider is not called) and the RFC 9207 iss parameter when

@@ -30,7 +30,13 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 		writeUnavailable(w, err)
 		return
 	}
+	// On an app's host, a relative target is that host's page, and so is
+	// the default ("/"): never the callback host's.
+	origin := a.p.appOrigin(r)
 	var returnTo string
+	if origin != "" {
+		returnTo = origin + "/"
+	}
 	q := r.URL.Query()
 	name := "return_to"
 	if _, ok := q["rd"]; ok {
@@ -41,7 +47,7 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusBadRequest, "return_to given more than once")
 			return
 		}
-		if returnTo, ok = a.returnTarget(vals[0]); !ok {
+		if returnTo, ok = a.returnTarget(vals[0], origin); !ok {
 			if a.p.redirects != nil {
 				writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site or a URL on an allowed host (allowed_redirect_hosts)")
 			} else {
@@ -49,6 +55,14 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	}
+	if origin != "" && a.p.stateDomain(r) == "" {
+		// The callback host could not read a login state set on this
+		// host (no session cookie domain covers both): the sign-in
+		// starts over there, to come back here.
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, a.p.centralLoginURL(returnTo), http.StatusFound)
+		return
 	}
 	exp := a.cfg.Now().Add(LoginStateTTL)
 	st := loginState{
@@ -170,9 +184,17 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 
 // returnTarget judges a return-to target: a relative path on this site
 // (an absolute URL on the site's own origin counts as its path), or with
-// Config.AllowedRedirectHosts an absolute URL on an allowed host. It
-// returns the target to redirect to.
-func (a *authRoutes) returnTarget(s string) (string, bool) {
+// Config.AllowedRedirectHosts an absolute URL on an allowed host. A
+// relative path given on an app's host (origin, see appOrigin) is a page
+// of that host: the absolute URL origin+path. It returns the target to
+// redirect to.
+func (a *authRoutes) returnTarget(s, origin string) (string, bool) {
+	if strings.HasPrefix(s, "/") && origin != "" {
+		if _, ok := safeReturnTo(s); !ok {
+			return "", false
+		}
+		return a.p.redirects.target(origin+s, a.httpsRedirect)
+	}
 	s = a.sameOrigin(s)
 	if strings.HasPrefix(s, "/") {
 		return safeReturnTo(s)
@@ -289,18 +311,15 @@ func (p *Plugin) redirectToLogin(w http.ResponseWriter, r *http.Request) {
 // callback serves every app of the sign-in.
 func (p *Plugin) LoginURLFor(r *http.Request) string {
 	uri := r.URL.RequestURI()
-	if p.redirects == nil || r.Host == "" {
+	origin := p.appOrigin(r)
+	if origin == "" {
 		return p.LoginURL(uri)
 	}
-	cb, err := url.Parse(p.cfg.RedirectURI)
-	if err != nil || strings.EqualFold(r.Host, cb.Host) {
-		return p.LoginURL(uri)
-	}
-	target, ok := p.redirects.target(cb.Scheme+"://"+r.Host+uri, cb.Scheme == "https")
+	target, ok := p.redirects.target(origin+uri, strings.HasPrefix(origin, "https:"))
 	if !ok {
-		return p.LoginURL(uri)
+		target = origin + "/" // the page is no safe target: the host's root, never the callback host's
 	}
-	return cb.Scheme + "://" + cb.Host + strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/login?return_to=" + url.QueryEscape(target)
+	return p.centralLoginURL(target)
 }
 
 // LoginURL returns the site-relative URL of the login route that brings

@@ -19,7 +19,9 @@ const (
 	// GET callback.
 	LoginStateTTL = 10 * time.Minute
 	// LoginStateCookie is the name of the sealed login-state cookie
-	// (state, nonce, PKCE verifier, return-to), scoped to Config.AuthPrefix.
+	// (state, nonce, PKCE verifier, return-to), scoped to Config.AuthPrefix
+	// and, on a host under SessionConfig.CookieDomain, to that domain (the
+	// callback host reads a login started on an app's host).
 	LoginStateCookie = "idp_login"
 	// maxAuthBody bounds the JSON bodies of logout and refresh.
 	maxAuthBody = 64 << 10
@@ -50,7 +52,7 @@ func (p *Plugin) newRoutes() http.Handler {
 			writeProblem(w, http.StatusNotFound, "the authentication routes are not enabled")
 		})
 	}
-	seal, err := newSealer(p.cfg.SessionSecret, "login-state")
+	seal, err := newSealer(p.cfg.SessionSecret, "login-state", sealScope(p.cfg, p.issuer))
 	if err != nil { // cannot happen with a validated config
 		p.cfg.Logger.Error("idp: auth routes disabled", "error", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

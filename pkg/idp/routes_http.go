@@ -120,10 +120,12 @@ func validOpaqueToken(s string) bool {
 
 func (a *authRoutes) secure(r *http.Request) bool { return r.TLS != nil || a.httpsRedirect }
 
-// stateCookie is the login-state cookie; maxAge < 0 deletes it.
+// stateCookie is the login-state cookie; maxAge < 0 deletes it. Under a
+// session cookie domain it is the domain's (stateDomain), so that the
+// callback host reads a state set on an app's host.
 func (a *authRoutes) stateCookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name: LoginStateCookie, Value: value, Path: a.cookiePath, MaxAge: maxAge,
+		Name: LoginStateCookie, Value: value, Path: a.cookiePath, Domain: a.p.stateDomain(r), MaxAge: maxAge,
 		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteLaxMode,
 	}
 }

@@ -10,20 +10,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 )
 
 // Sealed cookies.
 //
 // A sealed value is base64url(version || nonce || AES-256-GCM(payload)),
-// with version || cookie name as additional authenticated data, so a value
-// sealed for one cookie cannot be replayed as another. The AES key is derived from
+// with version || cookie name || 0 || scope as additional authenticated
+// data, so a value sealed for one cookie cannot be replayed as another, nor
+// a value sealed by one deployment opened by another that shares its
+// secret (a copied example, a shared vault entry): the scope names what
+// the cookie belongs to (sealScope). The AES key is derived from
 // Config.SessionSecret with HKDF-SHA-256 and a purpose label, so the same
 // secret can key other uses without key reuse. The payload is JSON carrying
 // its own expiry, which is checked on opening: the browser's Max-Age is a
 // hint, the sealed expiry is the rule.
 
-const sealVersion byte = 1
+// sealVersion 2 binds the scope; values of version 1 (no scope) are
+// refused: their users sign in again.
+const sealVersion byte = 2
 
 var (
 	// errSealed: a sealed value is malformed, forged, tampered with or
@@ -37,15 +44,17 @@ var (
 // key of the current secret and opens with it or with the key of a
 // previous secret (key rotation). It is safe for concurrent use.
 type sealer struct {
-	aead cipher.AEAD   // the current key: seals and opens
-	old  []cipher.AEAD // previous keys: open only
-	max  int           // longest value open accepts
+	aead  cipher.AEAD   // the current key: seals and opens
+	old   []cipher.AEAD // previous keys: open only
+	max   int           // longest value open accepts
+	scope string        // bound into every value (sealScope)
 }
 
 // newSealer derives the sealing key for purpose from secret, and the keys
-// of the previous secrets that may still open values.
-func newSealer(secret []byte, purpose string, previous ...[]byte) (*sealer, error) {
-	s := &sealer{max: 8 << 10}
+// of the previous secrets that may still open values; every value it
+// seals is bound to scope and opens only with the same scope.
+func newSealer(secret []byte, purpose, scope string, previous ...[]byte) (*sealer, error) {
+	s := &sealer{max: 8 << 10, scope: scope}
 	for i, sec := range append([][]byte{secret}, previous...) {
 		key, err := hkdf.Key(sha256.New, sec, nil, "idp-proxy/pkg/idp "+purpose, 32)
 		if err != nil {
@@ -89,11 +98,33 @@ func (s *sealer) seal(name string, v any, exp time.Time) (string, error) {
 	if _, err := rand.Read(out[1:]); err != nil {
 		return "", fmt.Errorf("idp: seal: %w", err)
 	}
-	out = s.aead.Seal(out, out[1:1+ns], plain, sealAAD(name))
+	out = s.aead.Seal(out, out[1:1+ns], plain, s.aad(name))
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
 
-func sealAAD(name string) []byte { return append([]byte{sealVersion}, name...) }
+// aad is the additional authenticated data of a value sealed for the
+// cookie name: the version, the name (a cookie token: no 0) and the scope.
+func (s *sealer) aad(name string) []byte {
+	b := make([]byte, 0, 2+len(name)+len(s.scope))
+	b = append(append(append(b, sealVersion), name...), 0)
+	return append(b, s.scope...)
+}
+
+// sealScope is what a deployment's sealed cookies belong to: the session
+// cookie's domain, or else the callback host (where the host-only session
+// cookie is set, and the login state read), the issuer and the client.
+// Two deployments differ in one of them; replicas of one share all.
+func sealScope(cfg Config, issuer string) string {
+	where := "host="
+	if u, err := url.Parse(cfg.RedirectURI); err == nil {
+		where += strings.ToLower(u.Host)
+	}
+	if cfg.Session != nil && cfg.Session.CookieDomain != "" {
+		where = "domain=" + strings.ToLower(strings.TrimPrefix(cfg.Session.CookieDomain, "."))
+	}
+	b, _ := json.Marshal([3]string{where, issuer, cfg.ClientID}) // unambiguous whatever they hold
+	return string(b)
+}
 
 // open authenticates and decrypts value sealed for the cookie name and
 // decodes it into v. It fails with errSealed or errSealedExpired.
@@ -106,12 +137,13 @@ func (s *sealer) open(name, value string, now time.Time, v any) error {
 	if err != nil || len(raw) < 1+ns+s.aead.Overhead() || raw[0] != sealVersion {
 		return errSealed
 	}
-	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
+	aad := s.aad(name)
+	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], aad)
 	for _, old := range s.old {
 		if err == nil {
 			break
 		}
-		plain, err = old.Open(nil, raw[1:1+ns], raw[1+ns:], sealAAD(name))
+		plain, err = old.Open(nil, raw[1:1+ns], raw[1+ns:], aad)
 	}
 	if err != nil {
 		return errSealed

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +13,17 @@ import (
 
 func testSealer(t testing.TB, secret string) *sealer {
 	t.Helper()
-	s, err := newSealer([]byte(secret), "login-state")
+	s, err := newSealer([]byte(secret), "login-state", testScope)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-const testSecret = "0123456789abcdef0123456789abcdef"
+const (
+	testSecret = "0123456789abcdef0123456789abcdef"
+	testScope  = `["domain=example.com","https://sso.example.com/realms/demo","apps"]`
+)
 
 func TestSealRoundTrip(t *testing.T) {
 	s := testSealer(t, testSecret)
@@ -63,8 +67,16 @@ func TestOpenRejects(t *testing.T) {
 	}
 	other := testSealer(t, "another secret of at least 32 bytes!!")
 	otherVal, _ := other.seal("c", loginState{State: "x"}, now.Add(time.Minute))
-	otherPurpose, _ := newSealer([]byte(testSecret), "session")
+	otherPurpose, _ := newSealer([]byte(testSecret), "session", testScope)
 	purposeVal, _ := otherPurpose.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	otherScope, _ := newSealer([]byte(testSecret), "login-state", `["domain=other.test","https://sso.example.com/realms/demo","apps"]`)
+	scopeVal, _ := otherScope.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	// A value of version 1, sealed before values were bound to a scope:
+	// the same key and payload, its version and name as the only AAD.
+	plain := []byte(`{"exp":` + strconv.FormatInt(now.Add(time.Minute).Unix(), 10) + `,"d":{"s":"x","n":"","v":"","e":0}}`)
+	v1 := append([]byte{1}, make([]byte, s.aead.NonceSize())...)
+	v1 = s.aead.Seal(v1, v1[1:], plain, []byte{1, 'c'})
+	unbound := base64.RawURLEncoding.EncodeToString(v1)
 	cases := []struct {
 		name, value, cookie string
 		at                  time.Time
@@ -81,6 +93,8 @@ func TestOpenRejects(t *testing.T) {
 		{"other cookie name", good, "d", now, errSealed},
 		{"other secret", otherVal, "c", now, errSealed},
 		{"other purpose", purposeVal, "c", now, errSealed},
+		{"other scope", scopeVal, "c", now, errSealed},
+		{"sealed before scopes", unbound, "c", now, errSealed},
 		{"oversized", strings.Repeat("A", 9000), "c", now, errSealed},
 		{"expired", good, "c", now.Add(time.Minute), errSealedExpired},
 		{"good", good, "c", now, nil},

@@ -31,6 +31,7 @@ type session struct {
 	Expires   int64  `json:"x"` // absolute end
 	AccessExp int64  `json:"e"`
 	AccessIat int64  `json:"n,omitempty"` // its lifetime bounds the refresh margin
+	Scope     string `json:"b,omitempty"` // backend only: the sealScope it belongs to
 }
 
 func newSessionID() string { return rand.Text() + rand.Text() } // 2×128 bits

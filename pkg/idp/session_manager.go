@@ -18,6 +18,7 @@ type sessionManager struct {
 	p       *Plugin
 	cfg     SessionConfig
 	seal    *sealer
+	scope   string         // sealScope: a backend session opens only with it
 	backend SessionBackend // nil: the cookie store
 	cache   *openedCache   // cookie store only
 	revoked revocations    // cookie store: back-channel logouts
@@ -39,12 +40,13 @@ type sessionManager struct {
 var errSessionEnded = errors.New("idp: session ended")
 
 func newSessionManager(p *Plugin, cfg SessionConfig, secure bool) (*sessionManager, error) {
-	seal, err := newSealer(p.cfg.SessionSecret, "session", cfg.PreviousSecrets...)
+	scope := sealScope(p.cfg, p.issuer)
+	seal, err := newSealer(p.cfg.SessionSecret, "session", scope, cfg.PreviousSecrets...)
 	if err != nil {
 		return nil, err
 	}
 	seal.max = maxCookieChunks * cookieChunk
-	m := &sessionManager{p: p, cfg: cfg, seal: seal, backend: cfg.Backend, secure: secure,
+	m := &sessionManager{p: p, cfg: cfg, seal: seal, scope: scope, backend: cfg.Backend, secure: secure,
 		cookie: cfg.CookieName, flights: map[flightKey]*refreshFlight{}}
 	switch {
 	case cfg.CookieDomain != "":
@@ -162,7 +164,9 @@ func (m *sessionManager) load(ctx context.Context, parts []string, now time.Time
 			m.p.cfg.Logger.Warn("idp: session store unavailable", "error", err)
 			return nil, "", fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
-		if s, err = unmarshalSession(b); err != nil || s.ID != value {
+		if s, err = unmarshalSession(b); err != nil || s.ID != value || s.Scope != m.scope {
+			// Another deployment's session in a shared store (or one
+			// stored before sessions were bound): not this one's.
 			return nil, "", errSessionEnded
 		}
 	} else if e, ok := m.cache.get(parts...); ok {
@@ -195,6 +199,7 @@ func (m *sessionManager) create(ctx context.Context, r *http.Request, tok *oauth
 		AccessExp: id.Payload.ExpiresAt.Unix(), AccessIat: issuedAt(id),
 	}
 	if m.backend != nil {
+		s.Scope = m.scope // the cookie store binds it in the seal instead
 		if err := m.store(ctx, s); err != nil {
 			return nil, err
 		}

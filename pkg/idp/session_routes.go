@@ -44,7 +44,7 @@ func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *o
 	}
 	// Re-validated: the sealed state was checked when it was made, but
 	// the redirect is the dangerous step.
-	if t, ok := a.returnTarget(returnTo); ok {
+	if t, ok := a.returnTarget(returnTo, ""); ok {
 		returnTo = t
 	} else {
 		returnTo = "/"

@@ -31,6 +31,12 @@ type ssoEnv struct {
 
 func newSSOEnv(t *testing.T, backend idp.SessionBackend, hosts ...string) *ssoEnv {
 	t.Helper()
+	return newSSOEnvWith(t, backend, nil, hosts...)
+}
+
+// newSSOEnvWith is newSSOEnv with mutate applied to the plugin's Config.
+func newSSOEnvWith(t *testing.T, backend idp.SessionBackend, mutate func(*idp.Config), hosts ...string) *ssoEnv {
+	t.Helper()
 	srv := idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{{ID: clientID, Secret: clientSecret}}})
 	mux := http.NewServeMux()
 	app := httptest.NewUnstartedServer(mux)
@@ -45,6 +51,9 @@ func newSSOEnv(t *testing.T, backend idp.SessionBackend, hosts ...string) *ssoEn
 		c.SessionSecret = []byte(sessionSecret)
 		c.AllowedRedirectHosts = hosts
 		c.Session = &idp.SessionConfig{Backend: backend, CookieDomain: ".example.com"}
+		if mutate != nil {
+			mutate(c)
+		}
 	})
 	mux.Handle(p.Config().AuthPrefix+"/", p.Routes())
 	me := p.WithUser(func(w http.ResponseWriter, r *http.Request, u *idp.User) {

@@ -190,11 +190,17 @@ func TestCaseOnlyConflictsAreConfigErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "letter case") {
 		t.Fatalf("rules differing only in case: err = %v", err)
 	}
-	// Hosts are judged lower-case without a trailing dot: patterns that
-	// could never match are errors.
-	for _, m := range []string{"Internal.example.com/", "GET internal.example.com./x", "POST  API.example.com/x"} {
+	// Hosts are judged lower-case without a trailing dot: a pattern with
+	// a trailing dot could never match and is an error; one in capitals
+	// is the same host (host names are case-insensitive).
+	for _, m := range []string{"GET internal.example.com./x", "Internal.Example.com./"} {
 		if _, err := compileRules([]RouteConfig{{Match: m}}, PolicyAuthenticated, nil); err == nil || !strings.Contains(err.Error(), "write the host") {
 			t.Errorf("%q: err = %v, want a host spelling error", m, err)
+		}
+	}
+	for _, m := range []string{"Internal.example.com/", "POST  API.example.com/x"} {
+		if _, err := compileRules([]RouteConfig{{Match: m}}, PolicyAuthenticated, nil); err != nil {
+			t.Errorf("%q: %v, want the host in lower case", m, err)
 		}
 	}
 	// ServeMux matches host patterns against the host without its port: a

@@ -133,6 +133,17 @@ func canonicalHost(h string) string {
 	return name + port
 }
 
+// lowerPatternHost lower-cases the host of a ServeMux pattern
+// "[METHOD ][HOST]/PATH", keeping its method and path as written.
+func lowerPatternHost(pattern string) string {
+	h := patternHost(pattern)
+	if h == "" || upperCaseFree(h) {
+		return pattern
+	}
+	j := strings.IndexByte(pattern, '/') // the host ends where the path starts
+	return pattern[:j-len(h)] + strings.ToLower(h) + pattern[j:]
+}
+
 // upperCaseFree reports whether s has no upper-case ASCII letter.
 func upperCaseFree(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -167,15 +167,17 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %s: %w", name, err)
 	}
-	if h := patternHost(rc.Match); h != canonicalHost(h) {
-		// Requests are judged with their host lower-cased and without a
-		// trailing dot (canonicalHost): this pattern could never match.
+	// Host names are case-insensitive: one spelling, lower case, as
+	// requests are judged (canonicalHost) and as upstreams are chosen.
+	match := lowerPatternHost(rc.Match)
+	if h := patternHost(match); h != canonicalHost(h) {
+		// A trailing dot: dropped from request hosts, it never matches.
 		return nil, fmt.Errorf("proxy: %s: write the host %q as %q", name, h, canonicalHost(h))
 	}
-	if err := neverMatches(rc.Match); err != nil {
+	if err := neverMatches(match); err != nil {
 		return nil, fmt.Errorf("proxy: %s: %w", name, err)
 	}
-	r := &rule{index: i, pattern: rc.Match, label: rc.Match}
+	r := &rule{index: i, pattern: match, label: match}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0
 	if rc.Public {

@@ -123,7 +123,7 @@ func TestRulesThatNeverMatchAreErrors(t *testing.T) {
 		{"GET /a//b", "refused before any rule"},
 		{"GET /a;b", "refused before any rule"},
 		{"/a%2Fb", "refused before any rule"},
-		{"GET Example.com/x", `write the host "Example.com" as "example.com"`},
+		{"GET Example.com./x", `write the host "example.com." as "example.com"`},
 		{"GET example.com:8080/zz", `host "example.com:8080" has a port`},
 		{"[::1]:8080/zz", `has a port`},
 	} {

@@ -21,8 +21,10 @@ import (
 type UpstreamRoute struct {
 	// Match is an http.ServeMux pattern without a method that names a
 	// host: "grafana.example.com/" (the whole host), or a path under it,
-	// "api.example.com/v2/". Hosts are exact names, lower case, without
-	// a port; the most specific pattern wins, as with the rules.
+	// "api.example.com/v2/". Hosts are exact names without a port, in
+	// any letter case (host names are case-insensitive: they are
+	// compared in lower case); the most specific pattern wins, as with
+	// the rules.
 	Match string `mapstructure:"match" yaml:"match"`
 	// UpstreamConfig is the upstream's URL (required) and transport:
 	// timeout, idle connections, TLS. Zero values take the upstream
@@ -159,7 +161,7 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			continue
 		}
 		u, _ := url.Parse(uc.URL) // validated
-		up := &upstream{index: i, match: rc.Match, cfg: uc, url: u, headers: newHeaderRules(hc)}
+		up := &upstream{index: i, match: host + path, cfg: uc, url: u, headers: newHeaderRules(hc)}
 		identity = append(identity, hc.User, hc.PreferredUsername, hc.Email, hc.Roles)
 		if perr := registerUpstream(s.mux, host+path, up); perr != nil {
 			bad(i, "match %q: %v", rc.Match, perr)
@@ -201,7 +203,7 @@ func registerUpstream(mux *http.ServeMux, pattern string, up *upstream) (err err
 }
 
 // splitUpstreamMatch splits an upstream pattern "host/path" into its host
-// (a lower-case DNS name or address, no port) and its path.
+// (a DNS name or address, no port, lower-cased) and its path.
 func splitUpstreamMatch(m string) (host, path string, err error) {
 	if strings.ContainsAny(m, " \t") {
 		return "", "", errors.New("want HOST/[PATH] without a method (the rules judge methods)")
@@ -223,9 +225,10 @@ func splitUpstreamMatch(m string) (host, path string, err error) {
 		return "", "", errors.New("a trailing dot never matches: the proxy drops it from request hosts")
 	case strings.ContainsAny(host, "{}*"):
 		return "", "", errors.New("hosts are exact names (no wildcards)")
-	case strings.ToLower(host) != host:
-		return "", "", errors.New("write the host in lower case (request hosts are compared in lower case)")
 	}
+	// Host names are case-insensitive: any spelling, compared in lower
+	// case (as the request's host, and allowed_redirect_hosts).
+	host = strings.ToLower(host)
 	if !strings.Contains(path, "{") {
 		if reason := checkPath(path); reason != "" {
 			return "", "", fmt.Errorf("path: %s", reason)

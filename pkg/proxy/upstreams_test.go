@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -157,7 +158,6 @@ func TestUpstreamsRefused(t *testing.T) {
 		{"no path", []UpstreamRoute{{Match: "a.test", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "want a.test/"},
 		{"method", []UpstreamRoute{{Match: "GET a.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "without a method"},
 		{"port", []UpstreamRoute{{Match: "a.test:8080/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "port"},
-		{"upper case", []UpstreamRoute{{Match: "A.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "lower case"},
 		{"trailing dot", []UpstreamRoute{{Match: "a.test./", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "trailing dot"},
 		{"wildcard", []UpstreamRoute{{Match: "*.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "exact names"},
 		{"dot path", []UpstreamRoute{{Match: "a.test/x/../y/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "path"},
@@ -168,6 +168,10 @@ func TestUpstreamsRefused(t *testing.T) {
 			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}},
 			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://y"}},
 		}, "", "upstreams[1]: match \"a.test/\": upstreams[0] has the same pattern"},
+		{"duplicate in another case", []UpstreamRoute{
+			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}},
+			{Match: "A.Test/", UpstreamConfig: UpstreamConfig{URL: "http://y"}},
+		}, "", "upstreams[1]: match \"A.Test/\": upstreams[0] has the same pattern"},
 		{"reserved header", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}, Headers: UpstreamHeaders{Email: ptr("Authorization")}}}, "", "upstreams[0]: headers"},
 	} {
 		s := testConfig(srv, c.url)
@@ -180,6 +184,37 @@ func TestUpstreamsRefused(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestHostNamesInAnyCase: host names are case-insensitive wherever the
+// configuration names one: an upstream's match, a rule's pattern and an
+// allowed_redirect_hosts entry written in capitals are accepted and
+// compared in lower case, as the request's host is.
+func TestHostNamesInAnyCase(t *testing.T) {
+	s, a, _, v2 := manyAppsSetup(t)
+	s.Upstreams[0].Match = "A.Test/"
+	s.Upstreams[3].Match = "API.test/v2/"
+	s.Routes = append([]RouteConfig{{Match: "GET A.TEST/admin/", Roles: []string{"admin"}}}, s.Routes...)
+	s.IDP.IncludeRoutes, s.IDP.ClientSecret = true, "s"
+	s.IDP.RedirectURI, s.IDP.SessionSecret = "http://login.test/auth/callback", []byte("a session secret of 32 bytes or more")
+	s.IDP.AllowedRedirectHosts = []string{"A.Test"}
+	idpSrv := newProvider(t)
+	s.IDP.ServerURL, s.IDP.Realm = idpSrv.URL, idpSrv.Realm
+	_, px := startProxy(t, s, Options{}, true)
+	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
+	if resp, body := hostGet(t, px.URL, "a.test", "/health", tok, nil); resp.StatusCode != 200 || a.last(t).Path != "/health" {
+		t.Fatalf("a.test (upstream A.Test/): %d %s", resp.StatusCode, body)
+	}
+	if resp, body := hostGet(t, px.URL, "api.test", "/v2/x", tok, nil); resp.StatusCode != 200 || v2.last(t).Path != "/v2/x" {
+		t.Fatalf("api.test/v2/ (upstream API.test/v2/): %d %s", resp.StatusCode, body)
+	}
+	if resp, body := hostGet(t, px.URL, "A.test", "/admin/x", tok, nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a.test/admin/ without the role (rule GET A.TEST/admin/): %d %s", resp.StatusCode, body)
+	}
+	resp, body := hostGet(t, px.URL, "login.test", "/auth/login?rd="+url.QueryEscape("http://a.test/page"), "", nil)
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("login with rd on a.test (allowed_redirect_hosts A.Test): %d %s", resp.StatusCode, body)
+	}
+}
 
 // TestReadyzWithUpstreams: ready only while every upstream accepts
 // connections; the body names those that do not.
@@ -211,7 +246,8 @@ func httptestServer(t *testing.T, h http.Handler) string {
 
 // FuzzUpstreamPick: whatever the pattern and the request, compiling never
 // panics, and an upstream is chosen only for a request whose host (port
-// and case aside, as serve canonicalises it) is the one its pattern names.
+// and case aside, as serve canonicalises it, and the pattern's host is
+// compiled) is the one its pattern names.
 func FuzzUpstreamPick(f *testing.F) {
 	for _, s := range [][2]string{
 		{"a.test/", "a.test"}, {"a.test/v2/", "a.test:8080"}, {"A.test/", "a.test"}, {"a.test./", "a.test."},
@@ -241,7 +277,7 @@ func FuzzUpstreamPick(f *testing.F) {
 		if i := strings.LastIndexByte(h, ':'); i >= 0 && i > strings.LastIndexByte(h, ']') {
 			h = h[:i]
 		}
-		if h != name {
+		if h != strings.ToLower(name) { // host names are case-insensitive
 			t.Fatalf("pattern %q chose an upstream for host %q (request host %q)", pattern, host, r.Host)
 		}
 	})

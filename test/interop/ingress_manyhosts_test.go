@@ -229,6 +229,20 @@ func TestIngressManyHosts(t *testing.T) {
 			if r.StatusCode != http.StatusFound || loc == nil || loc.Host != "login.example.com:"+ports.port() || loc.Query().Get("return_to") != a+"/app/page?x=1" {
 				t.Errorf("navigation without a session: %d to %q", r.StatusCode, r.Header.Get("Location"))
 			}
+			// A sign-in started at the login route of an app's host (an
+			// app's own "Sign in" link): the login state is the domain's,
+			// so that the central callback host reads it.
+			r = get(a+"/auth/login?return_to="+url.QueryEscape("/app/x"), "", "Accept", "text/html")
+			var state *http.Cookie
+			for _, c := range r.Cookies() {
+				if c.Name == "idp_login" {
+					state = c
+				}
+			}
+			if loc, _ := url.Parse(r.Header.Get("Location")); r.StatusCode != http.StatusFound || loc == nil || loc.Query().Get("redirect_uri") != "https://login.example.com:"+ports.port()+"/auth/callback" ||
+				state == nil || state.Domain != "example.com" {
+				t.Errorf("login on a.example.com: %d to %q, state cookie %+v: want the provider with the central callback, and a state cookie for example.com", r.StatusCode, r.Header.Get("Location"), state)
+			}
 			login := "https://login.example.com:" + ports.port() + "/auth/login?rd="
 			for target, want := range map[string]int{
 				b + "/app/": http.StatusFound, "https://evil.test/": http.StatusBadRequest, "https://a.example.com.evil.test:" + ports.port() + "/": http.StatusBadRequest,

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,46 +28,7 @@ import (
 // ends the session on a.example.com too.
 func TestSingleSignOnBrowser(t *testing.T) {
 	requireTools(t, needProvider|needBrowser)
-	port := freePort(t)
-	hp := ":" + strconv.Itoa(port)
-	login := "https://login.example.com" + hp
-	p := startProvider(t, providerOptions{RedirectURIs: []string{login + "/auth/callback", unusedRedirect}})
-	appA, appB := startEchoUpstream(t, "a"), startEchoUpstream(t, "b")
-	cert, key := selfSignedCert(t, "*.example.com")
-	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cfg := fmt.Sprintf(`listen: 127.0.0.1%[1]s
-metrics_listen: %[2]s
-tls: {cert_file: %[3]s, key_file: %[4]s}
-upstreams:
-  - match: a.example.com/
-    url: %[5]s
-  - match: b.example.com/
-    url: %[6]s
-idp:
-%[7]s  client_id: %[8]s
-  client_secret: %[9]s
-  include_routes: true
-  redirect_uri: %[10]s/auth/callback
-  session_secret: interop-session-secret-0123456789abcdef
-  allowed_redirect_hosts: ["*.example.com%[1]s"]
-  http_timeout: 5s
-routes:
-  - match: GET /public/
-    public: true
-  - match: GET /app/
-    roles: [creator]
-default_policy: deny
-session:
-  enabled: true
-  cookie_domain: example.com
-server:
-  drain_delay: 0s
-log:
-  format: json
-  level: debug
-`, hp, opsAddr, cert, key, appA.URL, appB.URL, realmYAML(p.ServerURL()), clientID, clientSecret, login)
-	px := startProxyYAML(t, "idp-proxy-sso", cfg, opsAddr)
-
+	hp, px := startSSOProxy(t, "example.com", "login")
 	a, b := "https://a.example.com"+hp, "https://b.example.com"+hp
 	obs := runBrowserWith(t, []string{"--host-resolver-rules=MAP *.example.com 127.0.0.1", "--ignore-certificate-errors"}, []browserStep{
 		{Do: "goto", URL: a + "/app/page?x=1"},                    // 0: to the provider, through the central login
@@ -105,6 +67,83 @@ log:
 	}
 	if o := obs[5]; o.Echo != nil && o.Echo.Username == "alice" && !strings.Contains(o.Docs.chain(), "/auth/login") {
 		t.Errorf("a protected page on a.example.com after the logout was served without a sign-in%s", o.docChain())
+	}
+	checkNoTokens(t, px)
+}
+
+// startSSOProxy runs idp-proxy on https in front of two echo apps chosen
+// by host, a.DOMAIN and b.DOMAIN, with the callback on CALLBACK.DOMAIN,
+// the session cookie for DOMAIN and the allowlist *.DOMAIN, next to a
+// fresh provider. It returns ":port" (every host's) and the process.
+func startSSOProxy(t *testing.T, domain, callback string) (hp string, px *proc) {
+	t.Helper()
+	port := freePort(t)
+	hp = ":" + strconv.Itoa(port)
+	login := "https://" + callback + "." + domain + hp
+	p := startProvider(t, providerOptions{RedirectURIs: []string{login + "/auth/callback", unusedRedirect}})
+	appA, appB := startEchoUpstream(t, "a"), startEchoUpstream(t, "b")
+	cert, key := selfSignedCert(t, "*."+domain)
+	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	cfg := fmt.Sprintf(`listen: 127.0.0.1%[1]s
+metrics_listen: %[2]s
+tls: {cert_file: %[3]s, key_file: %[4]s}
+upstreams:
+  - match: a.%[11]s/
+    url: %[5]s
+  - match: b.%[11]s/
+    url: %[6]s
+idp:
+%[7]s  client_id: %[8]s
+  client_secret: %[9]s
+  include_routes: true
+  redirect_uri: %[10]s/auth/callback
+  session_secret: interop-session-secret-0123456789abcdef
+  allowed_redirect_hosts: ["*.%[11]s%[1]s"]
+  http_timeout: 5s
+routes:
+  - match: GET /public/
+    public: true
+  - match: GET /app/
+    roles: [creator]
+default_policy: deny
+session:
+  enabled: true
+  cookie_domain: %[11]s
+server:
+  drain_delay: 0s
+log:
+  format: json
+  level: debug
+`, hp, opsAddr, cert, key, appA.URL, appB.URL, realmYAML(p.ServerURL()), clientID, clientSecret, login, domain)
+	return hp, startProxyYAML(t, "idp-proxy-sso", cfg, opsAddr)
+}
+
+// TestSignInStartedOnAppHostBrowser: a sign-in started at the login route
+// of an app's host (a.example.test/auth/login, as an app's own "Sign in"
+// link does), with the callback on the central host auth.example.test,
+// completes in a real browser: with a relative return_to the browser ends
+// on a.example.test's page, never on the callback host; with an absolute
+// one, on the other app's page.
+func TestSignInStartedOnAppHostBrowser(t *testing.T) {
+	requireTools(t, needProvider|needBrowser)
+	hp, px := startSSOProxy(t, "example.test", "auth")
+	a, b := "https://a.example.test"+hp, "https://b.example.test"+hp
+	for _, c := range []struct{ returnTo, want, replica string }{
+		{"/app/landing?x=1", a + "/app/landing?x=1", "a"},
+		{b + "/app/page?x=2", b + "/app/page?x=2", "b"},
+	} {
+		// A fresh browser each: no provider session from the last one.
+		obs := runBrowserWith(t, []string{"--host-resolver-rules=MAP *.example.test 127.0.0.1", "--ignore-certificate-errors"}, []browserStep{
+			{Do: "goto", URL: a + "/auth/login?return_to=" + url.QueryEscape(c.returnTo)},
+			{Do: "login", Username: "alice", Password: alicePassword},
+		})
+		if !obs[0].LoginForm {
+			t.Errorf("return_to %s: the login on a.example.test did not reach the provider's form: at %s%s", c.returnTo, obs[0].URL, obs[0].docChain())
+			continue
+		}
+		if o := obs[1]; o.URL != c.want || o.Echo == nil || o.Echo.Replica != c.replica || o.Echo.Username != "alice" {
+			t.Errorf("return_to %s: after the sign-in: at %s (status %d), echo %+v, want %s served to alice%s", c.returnTo, o.URL, o.Status, o.Echo, c.want, o.docChain())
+		}
 	}
 	checkNoTokens(t, px)
 }
