@@ -30,8 +30,9 @@ type sessionManager struct {
 	pending pendingDeletions             // sign-outs the session store missed
 
 	// beforeRefresh, when set (tests only), runs between reading a
-	// session and refreshing it.
-	beforeRefresh func()
+	// session and refreshing it; onRefreshWait when a request blocks
+	// waiting for a refresh.
+	beforeRefresh, onRefreshWait func()
 }
 
 // errSessionEnded: the session is over (refresh refused, revoked, expired,
@@ -107,6 +108,7 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 		m.beforeRefresh()
 	}
 	ns, err := m.refresh(ctx, s, strings.Join(parts, ""))
+	valid := m.p.cfg.Now().Unix() < s.AccessExp // after the wait
 	switch {
 	case err == nil:
 		if m.backend == nil {
@@ -118,19 +120,19 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	case errors.Is(err, errSessionEnded):
 		m.p.cfg.Logger.Info("idp: session ended: the provider refused its refresh", "sub", s.Sub)
 		return "", m.clearCookies(r), ErrNoToken
-	case errors.Is(err, errRefreshPending):
-		// The provider is slow; the token is still valid: use it.
-		m.p.cfg.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
+	case valid:
+		// The provider is slow or unreachable (or, with a backend, the
+		// store); the token is still valid: use it.
+		if errors.Is(err, errRefreshPending) {
+			m.p.cfg.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
+		} else {
+			m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
+		}
 		return s.Access, cookies, nil
-	case now.Unix() < s.AccessExp:
-		// The provider is unreachable; the token is still valid: use it.
-		m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
-		return s.Access, cookies, nil
-	}
-	if errors.Is(err, ErrSessionStoreUnavailable) {
+	case errors.Is(err, ErrSessionStoreUnavailable):
 		return "", nil, err
 	}
-	return "", nil, fmt.Errorf("%w: session refresh: %w", ErrUnavailable, err)
+	return "", nil, fmt.Errorf("%w: %w: %w", ErrUnavailable, errRefreshUnavailable, err)
 }
 
 // margin is how long before its exp s's access token is refreshed, in

@@ -14,7 +14,6 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/faultnet"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
-	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 // switchBackend is a real (memory) session backend that fails every call
@@ -174,44 +173,93 @@ func TestSessionStoreFailsAtSignOutDeletion(t *testing.T) {
 	}
 }
 
-// While the provider hangs, a session whose access token is due for
-// refresh but still valid is served with that token after RefreshWait,
-// not held for HTTPTimeout; the refresh goes on in the background.
-func TestSessionRefreshWaitBoundedWhileProviderHangs(t *testing.T) {
+// frozenProviderClient returns an HTTP client whose every connection to
+// the provider goes through a faultnet proxy, and that proxy (made on the
+// first call, so after the first dial).
+func frozenProviderClient(t *testing.T) (*http.Client, func() *faultnet.Proxy) {
 	var (
-		once sync.Once
-		fp   *faultnet.Proxy
-		d    net.Dialer
+		mu sync.Mutex
+		fp *faultnet.Proxy
+		d  net.Dialer
 	)
 	client := &http.Client{Transport: &http.Transport{
-		// Every call to the provider goes through a freezable proxy.
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			once.Do(func() { fp = faultnet.New(t, addr) })
-			return d.DialContext(ctx, "tcp", fp.Addr())
+			mu.Lock()
+			if fp == nil {
+				fp = faultnet.New(t, addr)
+			}
+			a := fp.Addr()
+			mu.Unlock()
+			return d.DialContext(ctx, "tcp", a)
 		},
 	}}
-	e := sessionEnvWith(t, idptest.Options{TTL: 4 * time.Second}, nil, func(c *idp.Config) {
-		c.Leeway = -1
-		c.HTTPClient = client
-		c.HTTPTimeout = 30 * time.Second
-		c.Session.RefreshWait = 200 * time.Millisecond
-	})
-	e.signIn(t, "/me")
-	t.Cleanup(func() { fp.Thaw() })
-	time.Sleep(2100 * time.Millisecond) // past half the token's lifetime: due for refresh
-	fp.Freeze()
-	// The bound under test is 200 ms; the 5 s only turns a hang (until
-	// HTTPTimeout) into a failure.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.base+"/me", nil)
-	r.Header.Set("Accept", "application/json")
-	resp, err := e.client.Do(r)
-	if err != nil {
-		t.Fatalf("a session due for refresh while the provider hangs: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a session due for refresh while the provider hangs: %d, want 200 with the current token", resp.StatusCode)
+	return client, func() *faultnet.Proxy { mu.Lock(); defer mu.Unlock(); return fp }
+}
+
+// While the provider hangs during a session's refresh, one request waits
+// for it: the request that started it, for RefreshWait while its token
+// stays valid. Every other request is answered at once while the refresh
+// is pending: with the current token while it is valid, else 503 naming
+// the provider's refresh (not its keys). Counted, not timed: the
+// requests that block waiting for the refresh are counted by a hook.
+func TestSessionRefreshHangingProviderHoldsOneRequest(t *testing.T) {
+	for name, backend := range stores() {
+		t.Run(name, func(t *testing.T) {
+			client, proxy := frozenProviderClient(t)
+			var offset atomic.Int64 // the application's clock ahead of the provider's
+			e := sessionEnv(t, backend(), func(c *idp.Config) {
+				c.Leeway = -1
+				c.HTTPClient = client
+				c.HTTPTimeout = time.Minute // the provider hangs for longer than the test
+				c.Session.RefreshWait = 50 * time.Millisecond
+				c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+			})
+			e.signIn(t, "/me") // 5 min tokens, refreshed in their last minute
+			var waits atomic.Int32
+			idp.SetOnRefreshWait(e.p, func() { waits.Add(1) })
+			fp := proxy()
+			fp.Freeze()
+			t.Cleanup(fp.Thaw)
+
+			offset.Store(int64(4*time.Minute + 30*time.Second)) // due for refresh, valid for ~30 s
+			if resp := e.me(t, false); resp.StatusCode != http.StatusOK {
+				t.Fatalf("the request that starts the refresh: %d %s, want 200 after RefreshWait", resp.StatusCode, readBody(resp))
+			}
+			if n := waits.Load(); n != 1 {
+				t.Fatalf("%d requests waited for the refresh, want 1", n)
+			}
+			// The refresh is still pending (the provider is frozen).
+			var wg sync.WaitGroup
+			var ok atomic.Int32
+			for range 16 {
+				wg.Go(func() {
+					if resp := e.me(t, false); resp.StatusCode == http.StatusOK {
+						ok.Add(1)
+					} else {
+						t.Errorf("while the refresh is pending, token valid: %d %s", resp.StatusCode, readBody(resp))
+					}
+				})
+			}
+			wg.Wait()
+			if n := waits.Load(); ok.Load() != 16 || n != 1 {
+				t.Fatalf("token valid: %d of 16 served, %d requests waited in all; want 16, and only the first waiting", ok.Load(), n)
+			}
+
+			offset.Store(int64(5*time.Minute + 10*time.Second)) // the token has expired
+			for range 16 {
+				wg.Go(func() {
+					resp := e.me(t, false)
+					body := readBody(resp)
+					if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+						!strings.Contains(body, "identity provider did not refresh") || strings.Contains(body, "keys") {
+						t.Errorf("while the refresh is pending, token expired: %d %s", resp.StatusCode, body)
+					}
+				})
+			}
+			wg.Wait()
+			if n := waits.Load(); n != 1 {
+				t.Fatalf("token expired: %d requests waited in all, want only the first", n)
+			}
+		})
 	}
 }
