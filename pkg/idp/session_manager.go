@@ -153,17 +153,19 @@ func (m *sessionManager) load(ctx context.Context, parts []string, now time.Time
 	var value string
 	if m.backend != nil {
 		value = strings.Join(parts, "")
-		if !validSessionID(value) {
+		if !validSessionID(value) || m.signedOut(value) {
 			return nil, "", errSessionEnded
 		}
 		b, err := m.backend.Get(ctx, sessionKey(value))
 		switch {
 		case errors.Is(err, ErrSessionNotFound):
+			m.storeAnswered()
 			return nil, "", errSessionEnded
 		case err != nil:
 			m.p.cfg.Logger.Warn("idp: session store unavailable", "error", err)
 			return nil, "", fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
+		m.storeAnswered()
 		if s, err = unmarshalSession(b); err != nil || s.ID != value {
 			return nil, "", errSessionEnded
 		}

@@ -3,6 +3,7 @@ package idp_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -112,6 +113,19 @@ func TestSessionStoreOutage(t *testing.T) {
 	}
 
 	sw.down.Store(false)
+	// The store answers again, and the retries have not run yet: a copy of
+	// the cookie is refused all the same, this replica refusing the
+	// sessions it signed out before it reads the store.
+	withSaved := func() *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+		for _, c := range saved {
+			r.AddCookie(c)
+		}
+		return r
+	}
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie as soon as the store answers: %v %v, want 401", resp, err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for e.idp.Sessions() != sessions-1 {
 		if time.Now().After(deadline) {
@@ -119,12 +133,51 @@ func TestSessionStoreOutage(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
-	for _, c := range saved {
-		r.AddCookie(c)
-	}
-	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a copy of the cookie after the store came back: %v %v, want 401", resp, err)
+	}
+	if _, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+sessionCookieValue(saved)); !errors.Is(err, idp.ErrSessionNotFound) {
+		t.Fatalf("the signed-out session is still in the store: %v", err)
+	}
+}
+
+// sessionCookieValue is the session id a backend session's cookie holds.
+func sessionCookieValue(cookies []*http.Cookie) string {
+	for _, c := range cookies {
+		if c.Name == idp.DefaultSessionCookie {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// A replica that stops while sign-outs still wait for the store tries
+// them once more, and logs those it loses (their sessions stay valid in
+// the store until they expire).
+func TestSessionStoreOutageSignOutsLostOnClose(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		sw := &switchBackend{SessionBackend: idp.NewMemoryBackend()}
+		var logs syncBuffer
+		e := sessionEnv(t, sw, func(c *idp.Config) {
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		e.signIn(t, "/me")
+		u, _ := url.Parse(e.base)
+		id := sessionCookieValue(e.client.Jar.Cookies(u))
+		sw.down.Store(true)
+		if resp := e.post(t, "/auth/logout", "", ""); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-out during the outage: %d", resp.StatusCode)
+		}
+		sw.down.Store(!back)
+		_ = e.p.Close()
+		_, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+id)
+		lost := strings.Contains(logs.String(), "lost=1")
+		if back && (lost || !errors.Is(err, idp.ErrSessionNotFound)) {
+			t.Fatalf("closed with the store back: lost logged %v, session %v; want it deleted", lost, err)
+		}
+		if !back && !lost {
+			t.Fatalf("closed with the store down: no log of the lost sign-out in %q", logs.String())
+		}
 	}
 }
 

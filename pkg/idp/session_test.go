@@ -340,8 +340,12 @@ func TestSessionBackendDown(t *testing.T) {
 	resp := e.do(t, browserGet(e.base+"/auth/login?return_to=/me"))
 	auth, _ := url.Parse(resp.Header.Get("Location"))
 	cb := e.authorize(t, auth)
+	// The callback needs the store first (its state is single-use across
+	// replicas): the 503 names the store, not the provider.
 	if resp := e.do(t, browserGet(cb)); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("callback with the store down: %d, want 503", resp.StatusCode)
+	} else if body := readBody(resp); !strings.Contains(body, "session store is unavailable") || strings.Contains(body, "identity provider") {
+		t.Fatalf("callback with the store down: %s, want the session store named", body)
 	}
 	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
 	r.AddCookie(&http.Cookie{Name: idp.DefaultSessionCookie, Value: strings.Repeat("A", 52)})
