@@ -126,7 +126,9 @@ func TestSessionStoreOutage(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a copy of the cookie as soon as the store answers: %v %v, want 401", resp, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The minute only turns a provider logout that never comes into a
+	// failure.
+	deadline := time.Now().Add(time.Minute)
 	for e.idp.Sessions() != sessions-1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the provider's session was not ended after the store came back: %d sessions", e.idp.Sessions())
@@ -204,25 +206,31 @@ func TestSessionStoreFailsAtSignOutDeletion(t *testing.T) {
 	if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("after the sign-out: %d, want 401", resp.StatusCode)
 	}
-	sw.downDelete.Store(false)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// A copy of the cookie is refused from then on, before and after the
+	// store is back (this replica refuses what it signed out), and the
+	// session is deleted from the store once it answers.
+	withSaved := func() *http.Request {
 		r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
 		for _, c := range saved {
 			r.AddCookie(c)
 		}
-		resp, err := http.DefaultClient.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized {
+		return r
+	}
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie while the deletion fails: %v %v, want 401", resp, err)
+	}
+	sw.downDelete.Store(false)
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie once the store answers: %v %v, want 401", resp, err)
+	}
+	// The minute only turns a deletion that never comes into a failure.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+sessionCookieValue(saved)); errors.Is(err, idp.ErrSessionNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a copy of the cookie still works after the store came back: %d", resp.StatusCode)
+			t.Fatal("the signed-out session was not deleted from the store after it answered again")
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -259,22 +267,21 @@ func TestSessionRefreshHangingProviderHoldsOneRequest(t *testing.T) {
 	for name, backend := range stores() {
 		t.Run(name, func(t *testing.T) {
 			client, proxy := frozenProviderClient(t)
-			var offset atomic.Int64 // the application's clock ahead of the provider's
-			e := sessionEnv(t, backend(), func(c *idp.Config) {
-				c.Leeway = -1
+			clk := new(testClock)
+			// 5 min tokens, refreshed in their last minute.
+			e := clockedSessionEnv(t, clk, 5*time.Minute, 0, backend(), func(c *idp.Config) {
 				c.HTTPClient = client
 				c.HTTPTimeout = time.Minute // the provider hangs for longer than the test
 				c.Session.RefreshWait = 50 * time.Millisecond
-				c.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 			})
-			e.signIn(t, "/me") // 5 min tokens, refreshed in their last minute
+			e.signIn(t, "/me")
 			var waits atomic.Int32
 			idp.SetOnRefreshWait(e.p, func() { waits.Add(1) })
 			fp := proxy()
 			fp.Freeze()
 			t.Cleanup(fp.Thaw)
 
-			offset.Store(int64(4*time.Minute + 30*time.Second)) // due for refresh, valid for ~30 s
+			clk.Advance(4*time.Minute + 30*time.Second) // due for refresh, valid for ~30 s
 			if resp := e.me(t, false); resp.StatusCode != http.StatusOK {
 				t.Fatalf("the request that starts the refresh: %d %s, want 200 after RefreshWait", resp.StatusCode, readBody(resp))
 			}
@@ -298,7 +305,7 @@ func TestSessionRefreshHangingProviderHoldsOneRequest(t *testing.T) {
 				t.Fatalf("token valid: %d of 16 served, %d requests waited in all; want 16, and only the first waiting", ok.Load(), n)
 			}
 
-			offset.Store(int64(5*time.Minute + 10*time.Second)) // the token has expired
+			clk.Advance(40 * time.Second) // the token has expired
 			for range 16 {
 				wg.Go(func() {
 					resp := e.me(t, false)
