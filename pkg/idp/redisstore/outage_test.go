@@ -170,3 +170,31 @@ func TestFrozenRedisEveryCallBounded(t *testing.T) {
 		}
 	}
 }
+
+// The bound of every call: DefaultTimeout, or the URL's read_timeout.
+func TestConnectTimeout(t *testing.T) {
+	for url, want := range map[string]time.Duration{
+		"redis://127.0.0.1:1/0":                     redisstore.DefaultTimeout,
+		"redis://127.0.0.1:1/0?read_timeout=300ms":  300 * time.Millisecond,
+		"redis://127.0.0.1:1/0?read_timeout=3s":     3 * time.Second,
+		"redis://127.0.0.1:1/0?read_timeout=-1":     0,
+		"redis://127.0.0.1:1/0?dial_timeout=200ms":  redisstore.DefaultTimeout,
+		"rediss://u:p@127.0.0.1:1/2?pool_size=4&x=": 0, // refused: unknown option
+	} {
+		s, err := redisstore.Connect(url, "")
+		if strings.Contains(url, "x=") {
+			if err == nil {
+				_ = s.Close()
+				t.Errorf("Connect(%s): no error for an unknown option", url)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Connect(%s): %v", url, err)
+		}
+		if got := s.Timeout(); got != want {
+			t.Errorf("Connect(%s).Timeout() = %s, want %s", url, got, want)
+		}
+		_ = s.Close()
+	}
+}
