@@ -4,3 +4,8 @@ package idp
 // request's session and refreshing it, so that a test can order
 // concurrent requests around a refresh.
 func SetBeforeRefresh(p *Plugin, f func()) { p.sessions.beforeRefresh = f }
+
+// SetOnRefreshWait makes p's session manager call f each time a request
+// blocks waiting for its session's refresh, so that a test can count
+// them.
+func SetOnRefreshWait(p *Plugin, f func()) { p.sessions.onRefreshWait = f }

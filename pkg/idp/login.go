@@ -121,7 +121,7 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		var err error
 		if first, err = a.p.sessions.useLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
 			a.cfg.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
-			writeUnavailable(w, nil)
+			writeUnavailable(w, err)
 			return
 		}
 	}

@@ -260,7 +260,9 @@ type Stats struct {
 }
 
 // Close stops background refreshes. Verification keeps working with the
-// keys already loaded.
+// keys already loaded. Sign-outs still waiting for the session store to
+// delete their sessions are tried once more (for up to 2 s), and those it
+// cannot delete are logged as lost.
 func (p *Plugin) Close() error {
 	p.stopOnce.Do(func() {
 		for _, is := range p.issuers {
@@ -268,6 +270,11 @@ func (p *Plugin) Close() error {
 		}
 		p.stop()
 		<-p.stopped
+		if p.sessions != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			p.sessions.closePending(ctx)
+			cancel()
+		}
 	})
 	return nil
 }

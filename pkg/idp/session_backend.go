@@ -165,5 +165,6 @@ func (p *Plugin) PingSessionStore(ctx context.Context) (checked bool, err error)
 	if err := pinger.Ping(ctx); err != nil {
 		return true, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 	}
+	p.sessions.storeAnswered()
 	return true, nil
 }

@@ -45,14 +45,16 @@ type SessionConfig struct {
 	// refreshed (once per session, also under concurrent requests) before
 	// the request is judged. [1m]
 	RefreshMargin time.Duration
-	// RefreshWait bounds how long a request waits for its session's
-	// refresh while the current access token stays valid for more than
-	// twice as long: a provider
-	// that hangs would otherwise hold every such request for HTTPTimeout.
-	// Past the wait the request goes on with the current token, and the
-	// refresh continues for the requests that follow. A request whose
-	// token has expired waits for the refresh (up to HTTPTimeout), as it
-	// cannot go on without it. Negative: always wait. [1s]
+	// RefreshWait bounds the waits for a session's refresh, so that a
+	// provider that hangs holds one request per session, not every one.
+	// The request that starts the refresh waits up to RefreshWait while
+	// its access token stays valid for more than twice as long, then goes
+	// on with that token; one whose token expires sooner waits for the
+	// refresh itself (up to HTTPTimeout), as it cannot go on without it.
+	// Any other request of the session waits only until the refresh is
+	// RefreshWait old, then is answered at once: with the current token
+	// while it is valid, else 503 "the identity provider did not refresh
+	// the session's expired access token". Negative: always wait. [1s]
 	RefreshWait time.Duration
 	// PostLogoutRedirectURI is where the provider sends the browser after
 	// a logout through its end_session_endpoint (it must be registered at

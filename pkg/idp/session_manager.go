@@ -31,8 +31,9 @@ type sessionManager struct {
 	pending pendingDeletions             // sign-outs the session store missed
 
 	// beforeRefresh, when set (tests only), runs between reading a
-	// session and refreshing it.
-	beforeRefresh func()
+	// session and refreshing it; onRefreshWait when a request blocks
+	// waiting for a refresh.
+	beforeRefresh, onRefreshWait func()
 }
 
 // errSessionEnded: the session is over (refresh refused, revoked, expired,
@@ -109,6 +110,7 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 		m.beforeRefresh()
 	}
 	ns, err := m.refresh(ctx, s, strings.Join(parts, ""))
+	valid := m.p.cfg.Now().Unix() < s.AccessExp // after the wait
 	switch {
 	case err == nil:
 		if m.backend == nil {
@@ -120,19 +122,19 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	case errors.Is(err, errSessionEnded):
 		m.p.cfg.Logger.Info("idp: session ended: the provider refused its refresh", "sub", s.Sub)
 		return "", m.clearCookies(r), ErrNoToken
-	case errors.Is(err, errRefreshPending):
-		// The provider is slow; the token is still valid: use it.
-		m.p.cfg.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
+	case valid:
+		// The provider is slow or unreachable (or, with a backend, the
+		// store); the token is still valid: use it.
+		if errors.Is(err, errRefreshPending) {
+			m.p.cfg.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
+		} else {
+			m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
+		}
 		return s.Access, cookies, nil
-	case now.Unix() < s.AccessExp:
-		// The provider is unreachable; the token is still valid: use it.
-		m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
-		return s.Access, cookies, nil
-	}
-	if errors.Is(err, ErrSessionStoreUnavailable) {
+	case errors.Is(err, ErrSessionStoreUnavailable):
 		return "", nil, err
 	}
-	return "", nil, fmt.Errorf("%w: session refresh: %w", ErrUnavailable, err)
+	return "", nil, fmt.Errorf("%w: %w: %w", ErrUnavailable, errRefreshUnavailable, err)
 }
 
 // margin is how long before its exp s's access token is refreshed, in
@@ -153,17 +155,19 @@ func (m *sessionManager) load(ctx context.Context, parts []string, now time.Time
 	var value string
 	if m.backend != nil {
 		value = strings.Join(parts, "")
-		if !validSessionID(value) {
+		if !validSessionID(value) || m.signedOut(value) {
 			return nil, "", errSessionEnded
 		}
 		b, err := m.backend.Get(ctx, sessionKey(value))
 		switch {
 		case errors.Is(err, ErrSessionNotFound):
+			m.storeAnswered()
 			return nil, "", errSessionEnded
 		case err != nil:
 			m.p.cfg.Logger.Warn("idp: session store unavailable", "error", err)
 			return nil, "", fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
 		}
+		m.storeAnswered()
 		if s, err = unmarshalSession(b); err != nil || s.ID != value || s.Scope != m.scope {
 			// Another deployment's session in a shared store (or one
 			// stored before sessions were bound): not this one's.

@@ -3,6 +3,7 @@ package idp_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/faultnet"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
-	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 // switchBackend is a real (memory) session backend that fails every call
@@ -113,19 +113,73 @@ func TestSessionStoreOutage(t *testing.T) {
 	}
 
 	sw.down.Store(false)
-	deadline := time.Now().Add(10 * time.Second)
+	// The store answers again, and the retries have not run yet: a copy of
+	// the cookie is refused all the same, this replica refusing the
+	// sessions it signed out before it reads the store.
+	withSaved := func() *http.Request {
+		r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
+		for _, c := range saved {
+			r.AddCookie(c)
+		}
+		return r
+	}
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie as soon as the store answers: %v %v, want 401", resp, err)
+	}
+	// The minute only turns a provider logout that never comes into a
+	// failure.
+	deadline := time.Now().Add(time.Minute)
 	for e.idp.Sessions() != sessions-1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the provider's session was not ended after the store came back: %d sessions", e.idp.Sessions())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
-	for _, c := range saved {
-		r.AddCookie(c)
-	}
-	if resp, err := http.DefaultClient.Do(r); err != nil || resp.StatusCode != http.StatusUnauthorized {
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a copy of the cookie after the store came back: %v %v, want 401", resp, err)
+	}
+	if _, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+sessionCookieValue(saved)); !errors.Is(err, idp.ErrSessionNotFound) {
+		t.Fatalf("the signed-out session is still in the store: %v", err)
+	}
+}
+
+// sessionCookieValue is the session id a backend session's cookie holds.
+func sessionCookieValue(cookies []*http.Cookie) string {
+	for _, c := range cookies {
+		if c.Name == idp.DefaultSessionCookie {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// A replica that stops while sign-outs still wait for the store tries
+// them once more, and logs those it loses (their sessions stay valid in
+// the store until they expire).
+func TestSessionStoreOutageSignOutsLostOnClose(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		sw := &switchBackend{SessionBackend: idp.NewMemoryBackend()}
+		var logs syncBuffer
+		e := sessionEnv(t, sw, func(c *idp.Config) {
+			c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		})
+		e.signIn(t, "/me")
+		u, _ := url.Parse(e.base)
+		id := sessionCookieValue(e.client.Jar.Cookies(u))
+		sw.down.Store(true)
+		if resp := e.post(t, "/auth/logout", "", ""); resp.StatusCode != http.StatusOK {
+			t.Fatalf("sign-out during the outage: %d", resp.StatusCode)
+		}
+		sw.down.Store(!back)
+		_ = e.p.Close()
+		_, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+id)
+		lost := strings.Contains(logs.String(), "lost=1")
+		if back && (lost || !errors.Is(err, idp.ErrSessionNotFound)) {
+			t.Fatalf("closed with the store back: lost logged %v, session %v; want it deleted", lost, err)
+		}
+		if !back && !lost {
+			t.Fatalf("closed with the store down: no log of the lost sign-out in %q", logs.String())
+		}
 	}
 }
 
@@ -152,66 +206,120 @@ func TestSessionStoreFailsAtSignOutDeletion(t *testing.T) {
 	if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("after the sign-out: %d, want 401", resp.StatusCode)
 	}
-	sw.downDelete.Store(false)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// A copy of the cookie is refused from then on, before and after the
+	// store is back (this replica refuses what it signed out), and the
+	// session is deleted from the store once it answers.
+	withSaved := func() *http.Request {
 		r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
 		for _, c := range saved {
 			r.AddCookie(c)
 		}
-		resp, err := http.DefaultClient.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized {
+		return r
+	}
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie while the deletion fails: %v %v, want 401", resp, err)
+	}
+	sw.downDelete.Store(false)
+	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a copy of the cookie once the store answers: %v %v, want 401", resp, err)
+	}
+	// The minute only turns a deletion that never comes into a failure.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+sessionCookieValue(saved)); errors.Is(err, idp.ErrSessionNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a copy of the cookie still works after the store came back: %d", resp.StatusCode)
+			t.Fatal("the signed-out session was not deleted from the store after it answered again")
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// While the provider hangs, a session whose access token is due for
-// refresh but still valid is served with that token after RefreshWait,
-// not held for HTTPTimeout; the refresh goes on in the background.
-func TestSessionRefreshWaitBoundedWhileProviderHangs(t *testing.T) {
+// frozenProviderClient returns an HTTP client whose every connection to
+// the provider goes through a faultnet proxy, and that proxy (made on the
+// first call, so after the first dial).
+func frozenProviderClient(t *testing.T) (*http.Client, func() *faultnet.Proxy) {
 	var (
-		once sync.Once
-		fp   *faultnet.Proxy
-		d    net.Dialer
+		mu sync.Mutex
+		fp *faultnet.Proxy
+		d  net.Dialer
 	)
 	client := &http.Client{Transport: &http.Transport{
-		// Every call to the provider goes through a freezable proxy.
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			once.Do(func() { fp = faultnet.New(t, addr) })
-			return d.DialContext(ctx, "tcp", fp.Addr())
+			mu.Lock()
+			if fp == nil {
+				fp = faultnet.New(t, addr)
+			}
+			a := fp.Addr()
+			mu.Unlock()
+			return d.DialContext(ctx, "tcp", a)
 		},
 	}}
-	e := sessionEnvWith(t, idptest.Options{TTL: 4 * time.Second}, nil, func(c *idp.Config) {
-		c.Leeway = -1
-		c.HTTPClient = client
-		c.HTTPTimeout = 30 * time.Second
-		c.Session.RefreshWait = 200 * time.Millisecond
-	})
-	e.signIn(t, "/me")
-	t.Cleanup(func() { fp.Thaw() })
-	time.Sleep(2100 * time.Millisecond) // past half the token's lifetime: due for refresh
-	fp.Freeze()
-	// The bound under test is 200 ms; the 5 s only turns a hang (until
-	// HTTPTimeout) into a failure.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.base+"/me", nil)
-	r.Header.Set("Accept", "application/json")
-	resp, err := e.client.Do(r)
-	if err != nil {
-		t.Fatalf("a session due for refresh while the provider hangs: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a session due for refresh while the provider hangs: %d, want 200 with the current token", resp.StatusCode)
+	return client, func() *faultnet.Proxy { mu.Lock(); defer mu.Unlock(); return fp }
+}
+
+// While the provider hangs during a session's refresh, one request waits
+// for it: the request that started it, for RefreshWait while its token
+// stays valid. Every other request is answered at once while the refresh
+// is pending: with the current token while it is valid, else 503 naming
+// the provider's refresh (not its keys). Counted, not timed: the
+// requests that block waiting for the refresh are counted by a hook.
+func TestSessionRefreshHangingProviderHoldsOneRequest(t *testing.T) {
+	for name, backend := range stores() {
+		t.Run(name, func(t *testing.T) {
+			client, proxy := frozenProviderClient(t)
+			clk := new(testClock)
+			// 5 min tokens, refreshed in their last minute.
+			e := clockedSessionEnv(t, clk, 5*time.Minute, 0, backend(), func(c *idp.Config) {
+				c.HTTPClient = client
+				c.HTTPTimeout = time.Minute // the provider hangs for longer than the test
+				c.Session.RefreshWait = 50 * time.Millisecond
+			})
+			e.signIn(t, "/me")
+			var waits atomic.Int32
+			idp.SetOnRefreshWait(e.p, func() { waits.Add(1) })
+			fp := proxy()
+			fp.Freeze()
+			t.Cleanup(fp.Thaw)
+
+			clk.Advance(4*time.Minute + 30*time.Second) // due for refresh, valid for ~30 s
+			if resp := e.me(t, false); resp.StatusCode != http.StatusOK {
+				t.Fatalf("the request that starts the refresh: %d %s, want 200 after RefreshWait", resp.StatusCode, readBody(resp))
+			}
+			if n := waits.Load(); n != 1 {
+				t.Fatalf("%d requests waited for the refresh, want 1", n)
+			}
+			// The refresh is still pending (the provider is frozen).
+			var wg sync.WaitGroup
+			var ok atomic.Int32
+			for range 16 {
+				wg.Go(func() {
+					if resp := e.me(t, false); resp.StatusCode == http.StatusOK {
+						ok.Add(1)
+					} else {
+						t.Errorf("while the refresh is pending, token valid: %d %s", resp.StatusCode, readBody(resp))
+					}
+				})
+			}
+			wg.Wait()
+			if n := waits.Load(); ok.Load() != 16 || n != 1 {
+				t.Fatalf("token valid: %d of 16 served, %d requests waited in all; want 16, and only the first waiting", ok.Load(), n)
+			}
+
+			clk.Advance(40 * time.Second) // the token has expired
+			for range 16 {
+				wg.Go(func() {
+					resp := e.me(t, false)
+					body := readBody(resp)
+					if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+						!strings.Contains(body, "identity provider did not refresh") || strings.Contains(body, "keys") {
+						t.Errorf("while the refresh is pending, token expired: %d %s", resp.StatusCode, body)
+					}
+				})
+			}
+			wg.Wait()
+			if n := waits.Load(); n != 1 {
+				t.Fatalf("token expired: %d requests waited in all, want only the first", n)
+			}
+		})
 	}
 }

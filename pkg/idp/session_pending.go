@@ -3,27 +3,37 @@ package idp
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
 // Sign-outs during a session-store outage. The browser's cookie is
 // cleared at once, so the sign-out holds there; the session itself is
 // still in the store, where a copy of the cookie would find it once the
-// store is back. The manager keeps such session IDs and deletes them (and
-// ends the provider's session, when routes are mounted) as soon as the
-// store answers again.
+// store is back. The manager keeps such session IDs: this replica refuses
+// them from then on (before any read of the store), and deletes them from
+// the store (and ends them at the provider, when routes are mounted) as
+// soon as the store answers again: at its next successful call, or the
+// next retry. The IDs live in this process's memory only: a replica that
+// stops before the store is back loses them (Close tries once more and
+// logs how many are lost).
 
 // maxPendingDeletions bounds the session IDs kept for deletion while the
 // store is down; further sign-outs are logged as not followed up.
 const maxPendingDeletions = 10_000
 
-// pendingRetryInterval is how often pending deletions are retried.
-const pendingRetryInterval = time.Second
+// pendingRetryInterval is how often pending deletions are retried while
+// the store does not answer. Short: until this replica deletes them, the
+// other replicas accept the signed-out sessions once the store is back.
+const pendingRetryInterval = 200 * time.Millisecond
 
-// pendingDeletions is guarded by sessionManager.mu.
+// pendingDeletions is guarded by sessionManager.mu, but for n and kick.
 type pendingDeletions struct {
 	ids      map[string]bool // session id → ended at the provider already
+	n        atomic.Int32    // len(ids), read on every session read
 	retrying bool
+	// kick wakes the retries at once: the store answered a call.
+	kick chan struct{}
 	// lateLogout ends a session at the provider once it could be read
 	// (the /auth routes' provider logout); nil without routes.
 	lateLogout func(ctx context.Context, refreshToken string) string
@@ -37,6 +47,30 @@ func (m *sessionManager) setLateLogout(f func(ctx context.Context, refreshToken 
 	m.pending.lateLogout = f
 }
 
+// signedOut reports whether session id was signed out while the store
+// was unavailable and is not yet deleted there.
+func (m *sessionManager) signedOut(id string) bool {
+	if m.pending.n.Load() == 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.pending.ids[id]
+	return ok
+}
+
+// storeAnswered wakes the pending deletions, if any, after a successful
+// call to the store.
+func (m *sessionManager) storeAnswered() {
+	if m.pending.n.Load() == 0 {
+		return
+	}
+	select {
+	case m.pending.kick <- struct{}{}:
+	default:
+	}
+}
+
 // deleteLater records the session id for deletion once the store answers;
 // providerDone says that the sign-out already ended it at the provider
 // (the session could be read before the store failed).
@@ -47,13 +81,15 @@ func (m *sessionManager) deleteLater(id string, providerDone bool) {
 	m.mu.Lock()
 	if m.pending.ids == nil {
 		m.pending.ids = map[string]bool{}
+		m.pending.kick = make(chan struct{}, 1)
 	}
 	if len(m.pending.ids) >= maxPendingDeletions {
 		m.mu.Unlock()
 		m.p.cfg.Logger.Error("idp: too many sign-outs wait for the session store; this one clears the cookie only")
 		return
 	}
-	m.pending.ids[id] = providerDone
+	m.pending.ids[id] = m.pending.ids[id] || providerDone
+	m.pending.n.Store(int32(len(m.pending.ids)))
 	start := !m.pending.retrying
 	m.pending.retrying = true
 	m.mu.Unlock()
@@ -62,51 +98,81 @@ func (m *sessionManager) deleteLater(id string, providerDone bool) {
 	}
 }
 
-// retryDeletions deletes the pending sessions every pendingRetryInterval
-// until none is left or the plugin is closed.
+// retryDeletions deletes the pending sessions every pendingRetryInterval,
+// or as soon as the store answers a call, until none is left or the
+// plugin is closed.
 func (m *sessionManager) retryDeletions() {
 	t := time.NewTicker(pendingRetryInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-m.p.stopped:
-			return
-		case <-t.C:
-		}
-		m.mu.Lock()
-		ids := make(map[string]bool, len(m.pending.ids))
-		for id, done := range m.pending.ids {
-			ids[id] = done
-		}
-		lateLogout := m.pending.lateLogout
-		m.mu.Unlock()
-		for id, done := range ids {
-			logout := lateLogout
-			if done {
-				logout = nil
-			}
-			if err := m.deletePending(id, logout); err != nil {
-				m.p.cfg.Logger.Debug("idp: pending sign-outs still wait for the session store", "pending", len(ids), "error", err)
-				break // the store is still down: try again later
-			}
 			m.mu.Lock()
-			delete(m.pending.ids, id)
-			m.mu.Unlock()
-		}
-		m.mu.Lock()
-		if len(m.pending.ids) == 0 {
 			m.pending.retrying = false
 			m.mu.Unlock()
 			return
+		case <-t.C:
+		case <-m.pending.kick:
 		}
+		if m.deletePendingOnce(context.Background()) {
+			return
+		}
+	}
+}
+
+// deletePendingOnce tries to delete every pending session, stopping at
+// the first failure of the store; it reports whether none is left (the
+// retries then end).
+func (m *sessionManager) deletePendingOnce(ctx context.Context) bool {
+	m.mu.Lock()
+	ids := make(map[string]bool, len(m.pending.ids))
+	for id, done := range m.pending.ids {
+		ids[id] = done
+	}
+	lateLogout := m.pending.lateLogout
+	m.mu.Unlock()
+	for id, done := range ids {
+		logout := lateLogout
+		if done {
+			logout = nil
+		}
+		if err := m.deletePending(ctx, id, logout); err != nil {
+			m.p.cfg.Logger.Debug("idp: pending sign-outs still wait for the session store", "pending", len(ids), "error", err)
+			break // the store is still down: try again later
+		}
+		m.mu.Lock()
+		delete(m.pending.ids, id)
+		m.pending.n.Store(int32(len(m.pending.ids)))
 		m.mu.Unlock()
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending.ids) == 0 {
+		m.pending.retrying = false
+		return true
+	}
+	return false
+}
+
+// closePending runs when the plugin closes: one last try at the pending
+// deletions within ctx, then an error log of the sign-outs lost with this
+// process (their sessions stay valid in the store until they expire).
+func (m *sessionManager) closePending(ctx context.Context) {
+	if m.pending.n.Load() == 0 {
+		return
+	}
+	if m.deletePendingOnce(ctx) {
+		return
+	}
+	m.p.cfg.Logger.Error("idp: sign-outs made while the session store was unavailable are lost with this process: "+
+		"their sessions stay valid in the store, for a copy of the cookie, until they expire (session max age)",
+		"lost", m.pending.n.Load())
 }
 
 // deletePending ends one session whose sign-out the store missed: read it
 // (for the provider logout), delete it, then end it at the provider.
-func (m *sessionManager) deletePending(id string, lateLogout func(context.Context, string) string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), m.p.cfg.HTTPTimeout)
+func (m *sessionManager) deletePending(ctx context.Context, id string, lateLogout func(context.Context, string) string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.p.cfg.HTTPTimeout)
 	defer cancel()
 	b, err := m.backend.Get(ctx, sessionKey(id))
 	if errors.Is(err, ErrSessionNotFound) {

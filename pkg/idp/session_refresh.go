@@ -23,14 +23,21 @@ type flightKey struct{ id, refresh string }
 const refreshedGrace = 30 * time.Second
 
 type refreshFlight struct {
-	done chan struct{}
-	s    *session
-	err  error
+	done  chan struct{}
+	start time.Time // when the flight began (monotonic)
+	s     *session
+	err   error
 }
 
 // refresh renews s's tokens once per session: concurrent requests of one
 // process share one call, and with a backend one replica refreshes while
 // the others wait for its result. value is the presented cookie value.
+//
+// Only the request that starts the flight waits for it as long as its
+// token needs (see SessionConfig.RefreshWait); the others wait at most
+// until the flight is RefreshWait old, then fail with errRefreshPending
+// at once, so that a provider that hangs holds one request, not all of
+// them.
 func (m *sessionManager) refresh(ctx context.Context, s *session, value string) (*session, error) {
 	if s.Refresh == "" {
 		if m.p.cfg.Now().Unix() < s.AccessExp {
@@ -40,22 +47,40 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 	}
 	key := flightKey{s.ID, s.Refresh}
 	m.mu.Lock()
-	f, ok := m.flights[key]
-	if !ok {
-		f = &refreshFlight{done: make(chan struct{})}
+	f, joined := m.flights[key]
+	if !joined {
+		f = &refreshFlight{done: make(chan struct{}), start: time.Now()}
 		m.flights[key] = f
 		// The flight outlives the request that started it (cancelled, or
 		// gone on with its current token): the others wait on it.
 		go m.runRefresh(context.WithoutCancel(ctx), f, key, s, value)
 	}
 	m.mu.Unlock()
-	// Only a token that stays valid well past the wait is worth going on
-	// with; one about to expire waits for its successor.
+	select {
+	case <-f.done:
+		return f.s, f.err
+	default:
+	}
+	w := m.cfg.RefreshWait
+	switch {
+	case w < 0: // always wait
+	case joined:
+		if w -= time.Since(f.start); w <= 0 {
+			return nil, errRefreshPending
+		}
+	case time.Unix(s.AccessExp, 0).Sub(m.p.cfg.Now()) <= 2*w:
+		// Only a token that stays valid well past the wait is worth going
+		// on with; one about to expire waits for its successor.
+		w = -1
+	}
 	var waited <-chan time.Time
-	if w := m.cfg.RefreshWait; w > 0 && time.Unix(s.AccessExp, 0).Sub(m.p.cfg.Now()) > 2*w {
-		t := time.NewTimer(m.cfg.RefreshWait)
+	if w > 0 {
+		t := time.NewTimer(w)
 		defer t.Stop()
 		waited = t.C
+	}
+	if m.onRefreshWait != nil {
+		m.onRefreshWait()
 	}
 	select {
 	case <-f.done:
@@ -67,9 +92,15 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 	}
 }
 
-// errRefreshPending: the session's refresh did not finish within
-// SessionConfig.RefreshWait; the request goes on with its current token.
+// errRefreshPending: the session's refresh has not finished within
+// SessionConfig.RefreshWait; the request goes on with its current token
+// while that is valid, else it is refused (503) at once.
 var errRefreshPending = errors.New("idp: the session refresh is still under way")
+
+// errRefreshUnavailable: the provider has not refreshed a session whose
+// access token has expired (it hangs or is unreachable), so the request
+// cannot go on; answered 503 naming the provider, never its keys.
+var errRefreshUnavailable = errors.New("idp: the identity provider has not refreshed the session's expired access token")
 
 // runRefresh is the flight f: it refreshes s (value is the presented
 // cookie value), then releases the waiters.

@@ -133,18 +133,13 @@ func TestSessionRefresh(t *testing.T) {
 	for name, backend := range stores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			// Tokens live 6 s and are refreshed at most half their
-			// lifetime (3 s) before they expire: after 3.5 s the next
-			// requests need a refresh, whatever the whole-second rounding
-			// of iat and exp. (Real time: the provider stamps the new
-			// tokens with its own clock.)
-			e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, backend(), func(c *idp.Config) {
-				c.Session.RefreshMargin = 4 * time.Second
-				c.Leeway = -1
-			})
+			// Tokens live 10 min and are refreshed within 4 min of their
+			// expiry: 6.5 min on, the next requests need a refresh.
+			clk := new(testClock)
+			e := clockedSessionEnv(t, clk, 10*time.Minute, 4*time.Minute, backend(), nil)
 			e.signIn(t, "/me")
 			before := e.idp.TokenRequests()
-			time.Sleep(3500 * time.Millisecond)
+			clk.Advance(6*time.Minute + 30*time.Second)
 			var wg sync.WaitGroup
 			var ok atomic.Int32
 			for range 8 {
@@ -166,7 +161,7 @@ func TestSessionRefresh(t *testing.T) {
 			// The provider ends the session: the next refresh is refused
 			// and the session is over (API: 401; browser: login).
 			e.idp.EndSessions()
-			time.Sleep(3500 * time.Millisecond)
+			clk.Advance(6*time.Minute + 30*time.Second)
 			if resp := e.me(t, false); resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("after a refused refresh: %d, want 401", resp.StatusCode)
 			}
@@ -340,8 +335,12 @@ func TestSessionBackendDown(t *testing.T) {
 	resp := e.do(t, browserGet(e.base+"/auth/login?return_to=/me"))
 	auth, _ := url.Parse(resp.Header.Get("Location"))
 	cb := e.authorize(t, auth)
+	// The callback needs the store first (its state is single-use across
+	// replicas): the 503 names the store, not the provider.
 	if resp := e.do(t, browserGet(cb)); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("callback with the store down: %d, want 503", resp.StatusCode)
+	} else if body := readBody(resp); !strings.Contains(body, "session store is unavailable") || strings.Contains(body, "identity provider") {
+		t.Fatalf("callback with the store down: %s, want the session store named", body)
 	}
 	r, _ := http.NewRequest(http.MethodGet, e.base+"/me", nil)
 	r.AddCookie(&http.Cookie{Name: idp.DefaultSessionCookie, Value: strings.Repeat("A", 52)})
@@ -350,11 +349,12 @@ func TestSessionBackendDown(t *testing.T) {
 	}
 }
 
-// A provider whose tokens live no longer than the refresh margin (4 s
+// A provider whose tokens live no longer than the refresh margin (40 s
 // tokens, the 1 m default margin) does not get a refresh on every request:
 // the margin is at most half the token's lifetime.
 func TestSessionMarginBoundedByLifetime(t *testing.T) {
-	e := sessionEnvWith(t, idptest.Options{TTL: 4 * time.Second}, nil, func(c *idp.Config) { c.Leeway = -1 })
+	clk := new(testClock)
+	e := clockedSessionEnv(t, clk, 40*time.Second, 0, nil, nil)
 	e.signIn(t, "/me")
 	before := e.idp.TokenRequests()
 	for range 4 {
@@ -363,9 +363,9 @@ func TestSessionMarginBoundedByLifetime(t *testing.T) {
 		}
 	}
 	if n := e.idp.TokenRequests() - before; n != 0 {
-		t.Fatalf("%d refreshes of a fresh 4 s token, want none", n)
+		t.Fatalf("%d refreshes of a fresh 40 s token, want none", n)
 	}
-	time.Sleep(2100 * time.Millisecond) // past half its lifetime
+	clk.Advance(21 * time.Second) // past half its lifetime
 	if resp := e.me(t, false); resp.StatusCode != 200 {
 		t.Fatalf("after half the lifetime: %d", resp.StatusCode)
 	}
@@ -408,13 +408,11 @@ func TestSessionRefreshLateReader(t *testing.T) {
 	for name, backend := range stores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, backend(), func(c *idp.Config) {
-				c.Session.RefreshMargin = 4 * time.Second
-				c.Leeway = -1
-			})
+			clk := new(testClock)
+			e := clockedSessionEnv(t, clk, 10*time.Minute, 4*time.Minute, backend(), nil)
 			e.signIn(t, "/me")
 			before := e.idp.TokenRequests()
-			time.Sleep(3500 * time.Millisecond) // the next requests refresh
+			clk.Advance(6*time.Minute + 30*time.Second) // the next requests refresh
 
 			lateRead, firstDone := make(chan struct{}), make(chan struct{})
 			var calls atomic.Int32
@@ -449,10 +447,8 @@ func TestSessionRefreshLateReader(t *testing.T) {
 // result once it holds the refresh lock, instead of redeeming the
 // rotated-out refresh token (which ended the session for everyone).
 func TestSessionRefreshLateReaderOtherReplica(t *testing.T) {
-	e := sessionEnvWith(t, idptest.Options{TTL: 6 * time.Second}, idp.NewMemoryBackend(), func(c *idp.Config) {
-		c.Session.RefreshMargin = 4 * time.Second
-		c.Leeway = -1
-	})
+	clk := new(testClock)
+	e := clockedSessionEnv(t, clk, 10*time.Minute, 4*time.Minute, idp.NewMemoryBackend(), nil)
 	replica, err := idp.New(context.Background(), e.p.Config())
 	if err != nil {
 		t.Fatal(err)
@@ -460,7 +456,7 @@ func TestSessionRefreshLateReaderOtherReplica(t *testing.T) {
 	t.Cleanup(func() { _ = replica.Close() })
 	e.signIn(t, "/me")
 	before := e.idp.TokenRequests()
-	time.Sleep(3500 * time.Millisecond) // the next requests refresh
+	clk.Advance(6*time.Minute + 30*time.Second) // the next requests refresh
 
 	lateRead, firstDone := make(chan struct{}), make(chan struct{})
 	idp.SetBeforeRefresh(replica, func() {

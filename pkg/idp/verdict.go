@@ -127,6 +127,9 @@ func (v Verdict) Detail() string {
 		if errors.Is(v.Err, ErrSessionStoreUnavailable) {
 			return detailSessionStoreUnavailable
 		}
+		if errors.Is(v.Err, errRefreshUnavailable) {
+			return "the identity provider did not refresh the session's expired access token; retry shortly"
+		}
 		if errors.Is(v.Err, errKeyWait) {
 			return "the identity provider did not send its keys in time"
 		}

@@ -188,14 +188,14 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := &session{
 		id: randomHex(16), user: user, client: c.ID, scope: q.Get("scope"),
-		nonce: q.Get("nonce"), authTime: time.Now(),
+		nonce: q.Get("nonce"), authTime: s.now(),
 	}
 	code := randomHex(24)
 	s.flow.mu.Lock()
 	s.flow.sessions[sess.id] = sess
 	s.flow.codes[code] = &authCode{
 		sess: sess, redirectURI: redirectURI, challenge: q.Get("code_challenge"),
-		exp: time.Now().Add(s.opts.CodeTTL),
+		exp: s.now().Add(s.opts.CodeTTL),
 	}
 	s.flow.mu.Unlock()
 	back(url.Values{"code": {code}, "session_state": {sess.id}})
@@ -210,7 +210,7 @@ func (s *Server) codeGrant(w http.ResponseWriter, r *http.Request, c Client) {
 	delete(s.flow.codes, code) // single use, whatever the outcome
 	s.flow.mu.Unlock()
 	switch {
-	case ac == nil || time.Now().After(ac.exp):
+	case ac == nil || s.now().After(ac.exp):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "Code not valid")
 		return
 	case ac.sess.client != c.ID:
@@ -258,7 +258,7 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, c Client) 
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "Invalid refresh token. Token client and authorized client don't match")
 	case !active:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "Session not active")
-	case time.Now().After(e.exp):
+	case s.now().After(e.exp):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "Token is not active")
 	default:
 		s.issue(w, e.sess)
@@ -280,7 +280,8 @@ func (s *Server) refreshID(tok string) (string, error) {
 		Typ string `json:"typ"`
 	}
 	_, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return s.hmacKey, nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(s.Issuer), jwt.WithExpirationRequired())
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(s.Issuer), jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(s.now))
 	if err != nil {
 		return "", err
 	}
@@ -294,7 +295,7 @@ func (s *Server) refreshID(tok string) (string, error) {
 // the scope has openid) with nonce, at_hash and azp, and a new refresh
 // token.
 func (s *Server) issue(w http.ResponseWriter, sess *session) {
-	now := time.Now()
+	now := s.now()
 	exp := now.Add(s.ttl)
 	access := s.UserClaims(sess.client, sess.user.Username, sess.user.RealmRoles...)
 	access["sub"] = sess.user.Sub

@@ -97,6 +97,11 @@ type Options struct {
 	// tests of providers that omit or misstate fields (delete
 	// "token_endpoint", set "issuer" to another one). [none]
 	Discovery func(doc map[string]any)
+	// Now is the provider's clock: the times of the tokens and codes it
+	// issues and checks. Give it and idp.Config.Now one test clock to
+	// move time forward (token expiry, refresh) without sleeping.
+	// [time.Now]
+	Now func() time.Time
 }
 
 // PlainPrefix is the path of the endpoints of a server with
@@ -175,6 +180,9 @@ func start(o Options, t testing.TB) (*Server, error) {
 	}
 	if o.CodeTTL == 0 {
 		o.CodeTTL = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	o.User = o.User.withDefaults()
 	s := &Server{t: t, Realm: o.Realm, ttl: o.TTL, opts: o, clients: make(map[string]Client)}
@@ -320,3 +328,6 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, doc)
 }
+
+// now is the provider's clock (Options.Now).
+func (s *Server) now() time.Time { return s.opts.Now() }

@@ -133,7 +133,7 @@ func (s *Server) EndSessions() {
 // back-channel logout URI (form field logout_token).
 func (s *Server) LogoutToken(client, sid, sub string) string {
 	claims := map[string]any{
-		"iss": s.Issuer, "aud": client, "iat": time.Now().Unix(), "exp": time.Now().Add(2 * time.Minute).Unix(),
+		"iss": s.Issuer, "aud": client, "iat": s.now().Unix(), "exp": s.now().Add(2 * time.Minute).Unix(),
 		"jti": randomHex(16), "typ": "Logout",
 		"events": map[string]any{"http://schemas.openid.net/event/backchannel-logout": map[string]any{}},
 	}

@@ -51,7 +51,7 @@ func (s *Server) MintWith(o MintOptions, claims map[string]any) string {
 func (s *Server) sign(o MintOptions, claims map[string]any) (string, error) {
 	mc := jwt.MapClaims{}
 	if !o.NoDefaults {
-		now := time.Now()
+		now := s.now()
 		mc["iss"] = s.Issuer
 		mc["iat"] = now.Unix()
 		mc["exp"] = now.Add(5 * time.Minute).Unix()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 )
 
 // token serves grant_type client_credentials, authorization_code (PKCE
@@ -23,7 +22,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		claims := s.ServiceClaims(c)
-		claims["exp"] = time.Now().Add(s.ttl).Unix()
+		claims["exp"] = s.now().Add(s.ttl).Unix()
 		s.applyHook("Bearer", claims)
 		tok, err := s.sign(MintOptions{}, claims)
 		if err != nil {

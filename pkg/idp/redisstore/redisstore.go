@@ -4,8 +4,13 @@
 // one replica completes on another, and a back-channel logout ends a
 // session everywhere at once.
 //
-//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-//	cfg.Session = &idp.SessionConfig{Backend: redisstore.New(rdb, "")}
+//	st, err := redisstore.Connect("redis://127.0.0.1:6379/0", "")
+//	cfg.Session = &idp.SessionConfig{Backend: st}
+//
+// Every call is bounded (DefaultTimeout, 1 s): a Redis that hangs fails
+// the call, and the request that needed it answers 503 "the session store
+// is unavailable", well within a readiness probe's timeout, instead of
+// holding it for go-redis's 5 s read timeout and its pool wait.
 //
 // Values are stored under Prefix + the key pkg/idp gives (which starts
 // with "idp:"); they hold tokens: use a Redis that only the replicas can
@@ -23,10 +28,18 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
+// DefaultTimeout bounds every call of a Store to Redis: waiting for a
+// pooled connection, connecting, sending the command and reading the
+// answer, retries included. It is half the readiness probe's timeout of
+// the shipped manifests (2 s), so that a frozen Redis is reported, not
+// waited for.
+const DefaultTimeout = time.Second
+
 // Store is an idp.SessionBackend over a Redis client.
 type Store struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb     redis.UniversalClient
+	prefix  string
+	timeout time.Duration // 0: the caller's context only
 }
 
 var (
@@ -35,9 +48,12 @@ var (
 )
 
 // New returns a Store over rdb; prefix is put before every key ("" for
-// none), to share one Redis database between deployments.
+// none), to share one Redis database between deployments. Each call is
+// given a context deadline of DefaultTimeout, which go-redis honours only
+// when rdb's options set ContextTimeoutEnabled (Connect's client does);
+// otherwise rdb's own DialTimeout, ReadTimeout and PoolTimeout bound it.
 func New(rdb redis.UniversalClient, prefix string) *Store {
-	return &Store{rdb: rdb, prefix: prefix}
+	return &Store{rdb: rdb, prefix: prefix, timeout: DefaultTimeout}
 }
 
 // Open connects to the Redis at url ("redis://[:password@]host:port/db" or
@@ -58,12 +74,47 @@ func Open(ctx context.Context, url, prefix string) (*Store, error) {
 // for it: connections are made on use, so the Store works as soon as Redis
 // answers, and its calls fail (Ping says why) while it does not. Only a
 // malformed url is an error.
+//
+// Every call is bounded by DefaultTimeout, or by the url's read_timeout
+// when it sets one (read_timeout=-1: no bound but the caller's context);
+// dial_timeout, write_timeout and pool_timeout default to the same bound.
 func Connect(url, prefix string) (*Store, error) {
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	return New(redis.NewClient(opts), prefix), nil
+	timeout := DefaultTimeout
+	switch {
+	case opts.ReadTimeout > 0:
+		timeout = opts.ReadTimeout
+	case opts.ReadTimeout < 0:
+		timeout = 0
+	}
+	if timeout > 0 {
+		for _, d := range []*time.Duration{&opts.ReadTimeout, &opts.WriteTimeout, &opts.DialTimeout, &opts.PoolTimeout} {
+			if *d == 0 {
+				*d = timeout
+			}
+		}
+	}
+	// go-redis ignores context deadlines unless told otherwise: without
+	// this, a frozen Redis holds each call for ReadTimeout after the
+	// caller (a request, a readiness probe) has given up.
+	opts.ContextTimeoutEnabled = true
+	s := New(redis.NewClient(opts), prefix)
+	s.timeout = timeout
+	return s, nil
+}
+
+// Timeout is the bound of every call (0: the caller's context only).
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
+// bound returns ctx limited to the Store's timeout.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 // Close closes the Redis client.
@@ -72,6 +123,8 @@ func (s *Store) Close() error { return s.rdb.Close() }
 // Ping reports whether Redis answers (for readiness checks); it
 // implements idp.SessionBackendPinger.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("redisstore: %s: %w", s.addr(), err)
 	}
@@ -88,6 +141,8 @@ func (s *Store) addr() string {
 
 // Get implements idp.SessionBackend.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	b, err := s.rdb.Get(ctx, s.prefix+key).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil, idp.ErrSessionNotFound
@@ -100,6 +155,8 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 
 // Set implements idp.SessionBackend.
 func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.rdb.Set(ctx, s.prefix+key, value, ttl).Err(); err != nil {
 		return fmt.Errorf("redisstore: set: %w", err)
 	}
@@ -108,6 +165,8 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 
 // SetNX implements idp.SessionBackend (SET key value NX PX ttl).
 func (s *Store) SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	err := s.rdb.SetArgs(ctx, s.prefix+key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -123,6 +182,8 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	full := make([]string, len(keys))
 	for i, k := range keys {
 		full[i] = s.prefix + k
@@ -136,6 +197,8 @@ func (s *Store) Delete(ctx context.Context, keys ...string) error {
 // AddToSet implements idp.SessionBackend: SADD, then the set's expiry
 // raised to ttl (never lowered, so a set outlives its longest member).
 func (s *Store) AddToSet(ctx context.Context, key, member string, ttl time.Duration) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	k := s.prefix + key
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, k, member)
@@ -151,6 +214,8 @@ func (s *Store) AddToSet(ctx context.Context, key, member string, ttl time.Durat
 
 // SetMembers implements idp.SessionBackend.
 func (s *Store) SetMembers(ctx context.Context, key string) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	m, err := s.rdb.SMembers(ctx, s.prefix+key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: set members: %w", err)

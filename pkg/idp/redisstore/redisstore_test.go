@@ -93,7 +93,12 @@ type replica struct {
 // by B ends the session on A.
 func TestReplicasShareSessions(t *testing.T) {
 	st := store(t)
-	idpSrv := idptest.NewServer(t, idptest.Options{TTL: 6 * time.Second,
+	// The replicas and the provider share a clock that the test moves
+	// forward (real time plus an offset), so that tokens come due for
+	// refresh without a sleep that a loaded machine can stretch.
+	var offset atomic.Int64
+	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	idpSrv := idptest.NewServer(t, idptest.Options{TTL: 10 * time.Minute, Now: now,
 		Clients: []idptest.Client{{ID: "app", Secret: "app-secret"}}})
 	lnA, _ := net.Listen("tcp", "127.0.0.1:0")
 	redirect := "http://" + lnA.Addr().String() + "/auth/callback"
@@ -104,7 +109,7 @@ func TestReplicasShareSessions(t *testing.T) {
 		p, err := idp.New(context.Background(), idp.Config{
 			ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "app", ClientSecret: "app-secret",
 			IncludeRoutes: true, RedirectURI: redirect, SessionSecret: []byte(strings.Repeat("k", 32)), Leeway: -1,
-			Session: &idp.SessionConfig{Backend: st, RefreshMargin: 4 * time.Second},
+			Now: now, Session: &idp.SessionConfig{Backend: st, RefreshMargin: 4 * time.Minute},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -171,9 +176,9 @@ func TestReplicasShareSessions(t *testing.T) {
 			t.Fatalf("session on %s: %d", r.base, resp.StatusCode)
 		}
 	}
-	// Refresh once across replicas: 6 s tokens, refreshed at most half
-	// their lifetime before exp, whatever the whole-second rounding.
-	time.Sleep(3500 * time.Millisecond)
+	// Refresh once across replicas: 10 min tokens, refreshed within 4 min
+	// of their expiry.
+	offset.Add(int64(6*time.Minute + 30*time.Second))
 	before := idpSrv.TokenRequests()
 	var wg sync.WaitGroup
 	var ok atomic.Int32

@@ -88,3 +88,62 @@ func TestServeStartsWithRedisDown(t *testing.T) {
 		t.Fatalf("an unknown session with Redis back: %d %s, want 401", code, body)
 	}
 }
+
+// With Redis frozen (it accepts connections and never answers), /readyz
+// and a request with a session answer within the readiness probe's
+// timeout (2 s in deploy/k8s), without read_timeout in session.redis_url:
+// every Redis call is bounded by redisstore.DefaultTimeout.
+func TestServeRedisFrozen(t *testing.T) {
+	ru := os.Getenv("TEST_REDIS_URL")
+	if ru == "" {
+		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
+			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
+		}
+		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0)")
+	}
+	u, err := url.Parse(ru)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := faultnet.New(t, u.Host)
+	u.Host = fp.Addr()
+	u.RawQuery = "" // no timeout of the user's
+
+	idpSrv := idptest.NewServer(t, idptest.Options{PlainIssuer: true, Clients: []idptest.Client{svc, {ID: "shortener", Secret: "shortener-secret"}}})
+	cfg := writeIssuerConfig(t, idpSrv, newUpstream(t))
+	y := mustRead(t, cfg) + "session: {enabled: true, store: redis, redis_url: \"" + u.String() +
+		"\", redis_prefix: \"idp-proxy-test-" + time.Now().Format("150405.000000") + ":\"}\n"
+	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServeUnready(t, cfg)
+	waitReady(t, http.DefaultClient, s.ops+"/readyz")
+	session := func() (int, string) {
+		req, _ := http.NewRequest("POST", s.proxy+"/shorten", nil)
+		req.AddCookie(&http.Cookie{Name: "idp_session", Value: strings.Repeat("A", 52)})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := session(); code != http.StatusUnauthorized { // Redis answers: an unknown session
+		t.Fatalf("an unknown session with Redis up: %d %s", code, body)
+	}
+
+	fp.Freeze()
+	t.Cleanup(fp.Thaw)
+	const probeTimeout = 2 * time.Second
+	start := time.Now()
+	code, doc := readyz(t, s.ops)
+	if took := time.Since(start); code != http.StatusOK || took >= probeTimeout {
+		t.Fatalf("readyz with Redis frozen: %d %v after %s, want 200 within the probe's %s", code, doc, took.Round(time.Millisecond), probeTimeout)
+	}
+	start = time.Now()
+	code, body := session()
+	if took := time.Since(start); code != http.StatusServiceUnavailable || !strings.Contains(body, "session store is unavailable") || took >= probeTimeout {
+		t.Fatalf("a session with Redis frozen: %d %s after %s, want 503 naming the session store within %s", code, body, took.Round(time.Millisecond), probeTimeout)
+	}
+}

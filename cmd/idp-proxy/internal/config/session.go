@@ -35,7 +35,8 @@ type Session struct {
 	RefreshMargin time.Duration `mapstructure:"refresh_margin"`
 	// RefreshWait bounds how long a request waits for its session's
 	// refresh while the current token stays valid (then it goes on with
-	// it). [1s]
+	// it), and how long other requests wait for a refresh under way
+	// (then they are answered at once). [1s]
 	RefreshWait time.Duration `mapstructure:"refresh_wait"`
 	// PostLogoutRedirectURI is where the provider sends the browser after
 	// logout (registered at the provider). [""]
