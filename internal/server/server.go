@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -183,9 +184,11 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 	for _, srv := range servers {
 		srv.SetKeepAlivesEnabled(false)
 	}
+	var closing sync.WaitGroup // each waits handshakeGrace: at once
 	for _, dl := range drains {
-		_ = dl.Close()
+		closing.Go(func() { _ = dl.Close() })
 	}
+	closing.Wait()
 	for ; running > 0; running-- {
 		select {
 		case err := <-errc:
