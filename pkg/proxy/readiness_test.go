@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -155,6 +156,14 @@ func TestReadyzIssuerKeysWithReason(t *testing.T) {
 	tok := company.Mint(company.UserClaims("shortener", "alice", "creator"))
 	if resp, body := do(t, "POST", px.URL+"/shorten", tok, nil, ""); resp.StatusCode != 200 {
 		t.Errorf("a primary token while ci is down: %d %s", resp.StatusCode, body)
+	}
+	// ci's provider answers again: the error is gone with the next fetch.
+	ci.SetDown(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	until(t, "ci's keys", func() bool { return p.Plugin().Refresh(ctx) == nil })
+	if code, rep, body := readyz(t, ops); code != http.StatusOK || rep.Status != "ready" || !rep.Issuers[1].KeysLoaded || rep.Issuers[1].Error != "" {
+		t.Errorf("readyz once ci answers: %d %s", code, body)
 	}
 
 	// The primary's provider names another issuer in its discovery
