@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -95,22 +96,44 @@ type Listener struct {
 }
 
 // Run serves every listener until ctx is done, then shuts them all down
-// gracefully: in-flight requests get Options.ShutdownTimeout to finish.
-// It returns nil after a clean shutdown, or the first serve error.
+// gracefully, answering every request the kernel already accepted:
+//
+//  1. keep-alives end: idle connections are closed, and every answer from
+//     now on says "Connection: close";
+//  2. each listener stops taking new connections, hands over those the
+//     kernel had already accepted (see drainListener: at most 500 ms), and
+//     closes;
+//  3. Run waits until each accepted connection has handed its request to
+//     the handler (see connTracker), then http.Server.Shutdown waits for
+//     the requests in flight.
+//
+// Steps 2 and 3 share Options.ShutdownTimeout. Run returns nil after a
+// clean shutdown, or the first serve error.
 func Run(ctx context.Context, o Options, ls ...Listener) error {
 	o = o.withDefaults()
 	servers := make([]*http.Server, len(ls))
+	drains := make([]*drainListener, len(ls))
 	errc := make(chan error, len(ls))
-	var draining atomic.Bool
+	tracker := newConnTracker()
+	var draining, stopping atomic.Bool
 	for i, l := range ls {
 		h := l.Handler
+		if h == nil {
+			h = http.DefaultServeMux
+		}
 		if o.DrainDelay > 0 {
 			h = closeWhenDraining(h, &draining)
 		}
-		srv := New(h, o)
-		srv.ConnState = markHijacked
+		srv := New(tracker.handler(h), o)
+		srv.ConnState = func(c net.Conn, s http.ConnState) {
+			markHijacked(c, s)
+			tracker.connState(c, s)
+		}
+		srv.ConnContext = tracker.connContext
 		servers[i] = srv
-		ln := l.Listener
+		dl := newDrainListener(l.Listener)
+		drains[i] = dl
+		var ln net.Listener = dl
 		if !l.TLS {
 			ln = problemListener{ln} // net/http's own error answers as problem+json
 		}
@@ -118,11 +141,11 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 		go func() {
 			var err error
 			if l.TLS {
-				err = srv.ServeTLS(l.Listener, o.TLSCertFile, o.TLSKeyFile)
+				err = srv.ServeTLS(dl, o.TLSCertFile, o.TLSKeyFile)
 			} else {
 				err = srv.Serve(ln)
 			}
-			if errors.Is(err, http.ErrServerClosed) {
+			if errors.Is(err, http.ErrServerClosed) || stopping.Load() && errors.Is(err, net.ErrClosed) {
 				err = nil
 			}
 			if err != nil {
@@ -132,6 +155,7 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 		}()
 	}
 	var first error
+	running := len(ls)
 	select {
 	case <-ctx.Done():
 		if o.DrainDelay > 0 && (o.Drain == nil || o.Drain()) {
@@ -146,14 +170,38 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 			select {
 			case <-t.C:
 			case first = <-errc:
+				running--
 				t.Stop()
 			}
 		}
 	case first = <-errc:
+		running--
 	}
 	o.Logger.Info("shutting down", "timeout", o.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.ShutdownTimeout)
 	defer cancel()
+	stopping.Store(true)
+	for _, srv := range servers {
+		srv.SetKeepAlivesEnabled(false)
+	}
+	var closing sync.WaitGroup // each waits handshakeGrace: at once
+	for _, dl := range drains {
+		closing.Go(func() { _ = dl.Close() })
+	}
+	closing.Wait()
+	for ; running > 0; running-- {
+		select {
+		case err := <-errc:
+			if first == nil {
+				first = err
+			}
+		case <-sctx.Done():
+			running = 0
+		}
+	}
+	if err := tracker.wait(sctx); err != nil {
+		o.Logger.Warn("shutdown: connections accepted without a request yet are closed", "error", err)
+	}
 	for _, srv := range servers {
 		if err := srv.Shutdown(sctx); err != nil && first == nil {
 			first = fmt.Errorf("shutdown: %w", err)
@@ -165,9 +213,6 @@ func Run(ctx context.Context, o Options, ls ...Listener) error {
 // closeWhenDraining answers with "Connection: close" once draining is set,
 // so that net/http closes each connection after its current answer.
 func closeWhenDraining(h http.Handler, draining *atomic.Bool) http.Handler {
-	if h == nil {
-		h = http.DefaultServeMux
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
 			w.Header().Set("Connection", "close")

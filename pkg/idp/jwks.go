@@ -58,6 +58,11 @@ type KeyStats struct {
 	UnknownKIDSkips uint64    // unknown-kid refetches refused by the rate limit
 	UnknownKIDWaits uint64    // requests that gave up waiting for an unknown-kid fetch (UnknownKIDWait)
 	LastRefresh     time.Time // zero before the first success
+	// LastError is why the last fetch failed (discovery unreachable, an
+	// issuer mismatch, an HTTP status, no usable key), nil when it
+	// succeeded: with Ready false, why the keys are missing; with Ready
+	// true, why they are stale.
+	LastError error
 }
 
 // keySet fetches and caches the provider's keys. Reads are lock-free
@@ -85,9 +90,10 @@ type keySet struct {
 	closed      bool
 
 	refreshes, failures, skips atomic.Uint64
-	waitExpired                atomic.Uint64 // requests that gave up waiting for an unknown-kid fetch
-	unreachable                atomic.Bool   // the last fetch failed
-	lastRefresh                atomic.Int64  // unix nanos
+	waitExpired                atomic.Uint64         // requests that gave up waiting for an unknown-kid fetch
+	unreachable                atomic.Bool           // the last fetch failed
+	lastRefresh                atomic.Int64          // unix nanos
+	lastErr                    atomic.Pointer[error] // the last fetch's error; nil after a success
 }
 
 type flight struct {
@@ -284,10 +290,12 @@ func (k *keySet) fetch() error {
 		trace.SpanFromContext(ctx).SetStatus(codes.Error, "key set fetch failed")
 		k.failures.Add(1)
 		k.unreachable.Store(true)
+		k.lastErr.Store(&err)
 		k.log.Warn("idp: key set refresh failed", "error", err)
 		return err
 	}
 	k.unreachable.Store(false)
+	k.lastErr.Store(nil)
 	k.refreshes.Add(1)
 	k.lastRefresh.Store(time.Now().UnixNano())
 	return nil
@@ -386,6 +394,9 @@ func (k *keySet) stats() KeyStats {
 	}
 	if ns := k.lastRefresh.Load(); ns != 0 {
 		s.LastRefresh = time.Unix(0, ns)
+	}
+	if err := k.lastErr.Load(); err != nil {
+		s.LastError = *err
 	}
 	return s
 }

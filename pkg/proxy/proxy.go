@@ -84,6 +84,7 @@ type Proxy struct {
 	ts                *tracing.Server // nil: no tracing
 	tracer            trace.Tracer
 	issuers           []issuerMetrics // by the plugin's issuers, the primary first
+	probes            []upstreamProbe // the upstreams /readyz asks, in configuration order
 
 	rids requestIDs
 }
@@ -186,7 +187,8 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 			if err != nil {
 				return nil, err
 			}
-			up.rp = p.newReverseProxy(tr, up.rewrite)
+			up.rp = p.newReverseProxy(p.traced(tr), up.rewrite)
+			p.probes = append(p.probes, upstreamProbe{match: up.match, url: up.url, rt: tr})
 		}
 		return p, nil
 	}
@@ -197,24 +199,31 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.rp = p.newReverseProxy(tr, func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) })
+	p.probes = []upstreamProbe{{url: p.upstream, rt: tr, required: true}}
+	p.rp = p.newReverseProxy(p.traced(tr), func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) })
 	return p, nil
 }
 
 // upstreamTransport returns the transport to an upstream: tr when the
-// caller gave one, else a new one of c's settings; traced when tracing.
+// caller gave one, else a new one of c's settings.
 func (p *Proxy) upstreamTransport(tr http.RoundTripper, c UpstreamConfig) (http.RoundTripper, error) {
-	if tr == nil {
-		t, err := newTransport(c)
-		if err != nil {
-			return nil, err
-		}
-		tr = t
+	if tr != nil {
+		return tr, nil
 	}
+	t, err := newTransport(c)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// traced returns tr, recording client spans when tracing (readiness
+// checks use tr itself: a probe every few seconds is no trace).
+func (p *Proxy) traced(tr http.RoundTripper) http.RoundTripper {
 	if p.tracer != nil {
-		tr = tracedTransport{rt: tr}
+		return tracedTransport{rt: tr}
 	}
-	return tr, nil
+	return tr
 }
 
 // Plugin returns the proxy's pkg/idp plugin.

@@ -15,9 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -39,12 +41,24 @@ type Options struct {
 	// read the process environment themselves: Getenv only serves the
 	// checks Setup makes first (protocol, sampler).
 	Getenv func(string) string
+	// Logger receives the SDK's own reports (failed exports, dropped
+	// spans), which it would otherwise print on stderr; see
+	// routeSDKDiagnostics. [discard]
+	Logger *slog.Logger
+	// FlushTimeout bounds Provider.Shutdown: the spans still queued are
+	// given this long to reach the collector, so that a collector that
+	// hangs delays the stop by no more. [1s]
+	FlushTimeout time.Duration
 }
+
+// DefaultFlushTimeout is Options.FlushTimeout's default.
+const DefaultFlushTimeout = time.Second
 
 // Provider is the process's tracer provider and its exporter.
 type Provider struct {
 	tp       *sdktrace.TracerProvider
 	protocol string
+	flush    time.Duration
 }
 
 // TracerProvider returns the provider to give to pkg/idp, pkg/proxy and
@@ -54,9 +68,12 @@ func (p *Provider) TracerProvider() trace.TracerProvider { return p.tp }
 // Protocol is the OTLP protocol in use: "http/protobuf" or "grpc".
 func (p *Provider) Protocol() string { return p.protocol }
 
-// Shutdown exports the spans still queued and stops the exporter; ctx
-// bounds the wait.
+// Shutdown exports the spans still queued and stops the exporter, waiting
+// at most Options.FlushTimeout (or until ctx is done): spans the collector
+// has not taken by then are lost.
 func (p *Provider) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.flush)
+	defer cancel()
 	if err := p.tp.Shutdown(ctx); err != nil {
 		return fmt.Errorf("otlpexport: shutdown: %w", err)
 	}
@@ -124,8 +141,17 @@ func Setup(ctx context.Context, o Options) (*Provider, error) {
 		_ = exp.Shutdown(ctx)
 		return nil, fmt.Errorf("otlpexport: OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	routeSDKDiagnostics(log)
+	flush := o.FlushTimeout
+	if flush <= 0 {
+		flush = DefaultFlushTimeout
+	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Provider{tp: tp, protocol: protocol}, nil
+	return &Provider{tp: tp, protocol: protocol, flush: flush}, nil
 }
 
 // protocolOf reads the OTLP protocol, the traces variable first.

@@ -231,7 +231,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		defer func() { _ = rn.sessions.Close() }()
 	}
 	if cfg.Tracing.Enabled {
-		tp, err := otlpexport.Setup(ctx, otlpexport.Options{ServiceName: "idp-proxy", ServiceVersion: buildinfo.Version})
+		tp, err := otlpexport.Setup(ctx, otlpexport.Options{ServiceName: "idp-proxy", ServiceVersion: buildinfo.Version, Logger: log})
 		if err != nil {
 			return fmt.Errorf("idp-proxy: tracing: %w", err)
 		}
@@ -328,12 +328,10 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	return nil
 }
 
-// flushTraces exports the spans still queued, waiting at most 5 s for
-// the collector.
+// flushTraces exports the spans still queued, waiting at most
+// otlpexport.DefaultFlushTimeout (1 s) for the collector.
 func flushTraces(tp *otlpexport.Provider, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tp.Shutdown(ctx); err != nil {
+	if err := tp.Shutdown(context.Background()); err != nil {
 		log.Warn("tracing: the last spans could not be exported", "error", err)
 	}
 }

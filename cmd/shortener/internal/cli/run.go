@@ -66,15 +66,14 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 	log := newLogger(cfg, logOut)
 	log.Info("starting shortener", "version", buildinfo.String())
 	if cfg.Tracing {
-		tp, err := otlpexport.Setup(ctx, otlpexport.Options{ServiceName: "shortener", ServiceVersion: buildinfo.Version})
+		tp, err := otlpexport.Setup(ctx, otlpexport.Options{ServiceName: "shortener", ServiceVersion: buildinfo.Version, Logger: log})
 		if err != nil {
 			return fmt.Errorf("shortener: tracing: %w", err)
 		}
 		defer func() {
-			// Last: the spans of the final visit flush are exported too.
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := tp.Shutdown(fctx); err != nil {
+			// Last: the spans of the final visit flush are exported too,
+			// within otlpexport.DefaultFlushTimeout (1 s).
+			if err := tp.Shutdown(context.WithoutCancel(ctx)); err != nil {
 				log.Warn("tracing: the last spans could not be exported", "err", err)
 			}
 		}()
