@@ -155,8 +155,8 @@ func TestClaimMappingRefusesWrongShapes(t *testing.T) {
 		{"nested through a string", zitadel, map[string]any{"org": "teams"}, "", "claim org.teams: not an object on the way"},
 		{"roles twice", generic, nil, `"roles":["a"],"roles":["admin"]`, "duplicate claim roles"},
 		{"zitadel object twice", zitadel, nil, `"urn:zitadel:iam:org:project:roles":{},"urn:zitadel:iam:org:project:roles":{"admin":{}}`, "duplicate claim urn:zitadel:iam:org:project:roles"},
-		{"a role key twice", zitadel, nil, `"urn:zitadel:iam:org:project:roles":{"admin":{},"admin":{}}`, "claim keys(urn:zitadel:iam:org:project:roles): a name twice"},
-		{"nested name twice", zitadel, nil, `"org":{"teams":["a"],"teams":["b"]}`, "claim org.teams: a name twice"},
+		{"a role key twice", zitadel, nil, `"urn:zitadel:iam:org:project:roles":{"admin":{},"admin":{}}`, "duplicate name admin inside claim urn:zitadel:iam:org:project:roles"},
+		{"nested name twice", zitadel, nil, `"org":{"teams":["a"],"teams":["b"]}`, "duplicate name teams inside claim org"},
 	}
 	raw := newRawSigner(t, srv)
 	future := time.Now().Add(time.Hour)

@@ -169,7 +169,8 @@
 // in Config.Algorithms are accepted. Keycloak ID, refresh and offline tokens
 // are rejected by their typ claim. Tokens must be canonical (base64url
 // without padding or stray bits); claim names are matched exactly and a
-// claim named twice is refused; exp, nbf and iat must be JSON numbers. A
+// name given twice in any object of the header or the claims makes the
+// token invalid, whatever would read it; exp, nbf and iat must be JSON numbers. A
 // token whose kid is unknown triggers at most one key-set refetch per
 // Config.UnknownKIDRefreshInterval; requests never wait on that limit (they
 // fail fast, and one refetch is scheduled for the end of the interval).

@@ -3,14 +3,17 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 // With a generic claim mapping, rules judge the mapped roles and groups
@@ -204,5 +207,59 @@ func TestClaimRulesAndHeadersRefusedAtLoad(t *testing.T) {
 				t.Fatalf("err %v, want it to say %q", err, tc.says)
 			}
 		})
+	}
+}
+
+// A claim named twice makes the token invalid (401) whatever reads it: a
+// claims rule (before: 403 from the rule, or 200 with strategy any when
+// another clause matched), a claim header (before: forwarded with 200 and
+// the header dropped), a forward-auth verdict; the upstream never sees
+// the request.
+func TestDuplicateClaimIsInvalidToken(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := newUpstream(t)
+	cfg := testConfig(idpSrv, up.URL)
+	cfg.ForwardAuth = ForwardAuthConfig{Enabled: true, TrustedCIDRs: []string{"10.1.0.0/16"}}
+	cfg.Routes = []RouteConfig{
+		{Match: "/tenant/", Claims: map[string][]any{"tid": {"A"}}},
+		{Match: "/either/", Claims: map[string][]any{"tid": {"A"}, "dept": {"eng"}}, Strategy: "any"},
+	}
+	cfg.Headers.Claims = map[string]string{"X-Auth-Request-Oid": "oid"}
+	p, px := startProxy(t, cfg, Options{}, true)
+	payload := func(extra string) string {
+		return fmt.Sprintf(`{"iss":%q,"sub":"u-1","aud":"shortener","azp":"shortener","typ":"Bearer","exp":%d%s}`,
+			idpSrv.Issuer, time.Now().Add(time.Hour).Unix(), extra)
+	}
+	tidTwice := idpSrv.MintJSON(idptest.MintOptions{}, payload(`,"tid":"B","tid":"A"`))
+	tidTwiceDept := idpSrv.MintJSON(idptest.MintOptions{}, payload(`,"dept":"eng","tid":"B","tid":"A"`))
+	oidTwice := idpSrv.MintJSON(idptest.MintOptions{}, payload(`,"oid":"1","oid":"2"`))
+	for _, tc := range []struct{ name, path, token string }{
+		{"claims rule", "/tenant/x", tidTwice},
+		{"claims rule, strategy any, the other clause matches", "/either/x", tidTwiceDept},
+		{"claim header", "/other", oidTwice},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, "GET", px.URL+tc.path, tc.token, nil, "")
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) ||
+				!strings.Contains(body, "duplicate claim") {
+				t.Fatalf("%d %q %s, want 401 invalid_token naming the duplicate claim", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+			}
+			w := httptest.NewRecorder()
+			p.ServeHTTP(w, verifyReq("/auth/verify", "10.1.2.3:1", map[string]string{"X-Original-URI": tc.path, "Authorization": "Bearer " + tc.token}))
+			if w.Code != http.StatusUnauthorized || w.Header().Get("X-Auth-Request-Oid") != "" {
+				t.Fatalf("forward-auth verdict %d (oid %q), want 401", w.Code, w.Header().Get("X-Auth-Request-Oid"))
+			}
+			if d, err := p.Decide(context.Background(), "GET", tc.path, tc.token); err != nil || d.Status != http.StatusUnauthorized {
+				t.Fatalf("Decide = %+v, %v; want 401", d, err)
+			}
+		})
+	}
+	if n := up.count(); n != 0 {
+		t.Fatalf("the upstream received %d requests carrying a duplicate claim", n)
+	}
+	// Once each: served, with the claim header.
+	resp, body := do(t, "GET", px.URL+"/either/x", idpSrv.MintJSON(idptest.MintOptions{}, payload(`,"tid":"A","oid":"1"`)), nil, "")
+	if resp.StatusCode != 200 || up.last(t).Header.Get("X-Auth-Request-Oid") != "1" {
+		t.Fatalf("%d %s, oid %q", resp.StatusCode, body, up.last(t).Header.Get("X-Auth-Request-Oid"))
 	}
 }

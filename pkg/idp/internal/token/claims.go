@@ -46,9 +46,8 @@ type Claims struct {
 	Raw []byte // the payload, shared, never modified
 }
 
-// claim bits, to refuse a payload that names a claim twice (RFC 7519 §4:
-// parsers must reject duplicates or take the last; taking the last would
-// let a token say two things).
+// claim bits: the claims decode reads. (A claim named twice never gets
+// here: EachMember refuses any name twice, see names.go.)
 const (
 	cIss = 1 << iota
 	cSub
@@ -95,7 +94,6 @@ func DecodeClaims(in *Interner, payload []byte) (*Claims, error) {
 // decode is DecodeClaims, and DecodeMapped when m is not nil.
 func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 	c := &Claims{Raw: payload}
-	seen := 0
 	var vals [][]byte // the top-level values m's paths start at
 	if m != nil {
 		vals = m.mappedValues()
@@ -110,10 +108,6 @@ func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 		if !read {
 			return nil
 		}
-		if seen&bit != 0 {
-			return Invalid("duplicate claim "+name, nil)
-		}
-		seen |= bit
 		if string(v) == "null" {
 			return nil // null is absent
 		}
@@ -185,6 +179,9 @@ func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 		}
 		return nil
 	})
+	if reason, ok := duplicateReason(err, "claim"); ok {
+		return nil, Invalid(reason, nil)
+	}
 	if errors.Is(err, errJSON) {
 		return nil, Invalid("malformed token", err)
 	}
@@ -230,18 +227,15 @@ func lenientStrings(in *Interner, v []byte) []string {
 }
 
 // accessRoles reads {"roles": [...]} with the exact name "roles"; any
-// other shape reads as no roles.
+// other shape reads as no roles. v is a value of the payload decode
+// validated.
 func accessRoles(in *Interner, v []byte) []string {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
 	}
 	var roles []string
-	dup := false
-	_ = EachMember(in, v, func(name string, val []byte) error {
-		if name == "roles" {
-			if roles != nil {
-				dup = true
-			}
+	_ = eachValidMember(in, v, func(name string, val []byte) error {
+		if name == "roles" { // once: EachMember refused a name twice
 			roles = lenientStrings(in, val)
 			if roles == nil {
 				roles = []string{}
@@ -249,30 +243,20 @@ func accessRoles(in *Interner, v []byte) []string {
 		}
 		return nil
 	})
-	if dup {
-		return nil // two "roles": neither is believed
-	}
 	return roles
 }
 
 // resourceAccess reads {"client": {"roles": [...]}, ...}; entries of
-// another shape read as no roles, a client named twice as none.
+// another shape read as no roles.
 func resourceAccess(in *Interner, v []byte) map[string]Access {
 	if len(v) == 0 || v[0] != '{' {
 		return nil
 	}
 	out := map[string]Access{}
-	dups := map[string]bool{}
-	_ = EachMember(in, v, func(client string, val []byte) error {
-		if _, seen := out[client]; seen {
-			dups[client] = true
-		}
+	_ = eachValidMember(in, v, func(client string, val []byte) error {
 		out[client] = Access{Roles: accessRoles(in, val)}
 		return nil
 	})
-	for client := range dups {
-		delete(out, client)
-	}
 	return out
 }
 

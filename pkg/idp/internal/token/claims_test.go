@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
 
 // FuzzDecodeClaims checks the claim decoder against encoding/json: it
 // never panics; it accepts an object only when encoding/json finds it
-// valid; it accepts every valid UTF-8 object of reasonable depth; and the
+// valid; it accepts every valid UTF-8 object of reasonable depth; it
+// refuses exactly the objects that name a member twice anywhere; and the
 // claims it reads are the exactly-named members encoding/json sees.
 func FuzzDecodeClaims(f *testing.F) {
 	for _, seed := range []string{
@@ -21,6 +23,7 @@ func FuzzDecodeClaims(f *testing.F) {
 		`{"exp":"1795443825"}`, `{"exp":1,"exp":2}`, `{"\u0065xp":1}`, `{"a":[1,{"b":null}],"c":true}`,
 		`{"email_verified":true,"scp":["a",1,"b"]}`, ` { } `, `[]`, `{"a":"\ud800"}`, `{"x":-0.0e+1}`,
 		`{"exp":1e400,"nbf":1e19,"iat":-9223372036854775809}`,
+		`{"a":{"b":1,"b":2}}`, `{"a":[{"x":1},{"x":1,"\u0078":2}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -31,6 +34,11 @@ func FuzzDecodeClaims(f *testing.F) {
 		isObject := len(trimmed) > 0 && trimmed[0] == '{'
 		if err == nil && !(validJSON && isObject) {
 			t.Fatalf("accepted what encoding/json refuses: %q", data)
+		}
+		var e *Error
+		if dup := errors.As(err, &e) && strings.HasPrefix(e.Reason, "duplicate "); (err == nil || dup) && validJSON &&
+			dup != hasDuplicateName(data) {
+			t.Fatalf("duplicate refused: %v, encoding/json's tokens say %v: %q", dup, hasDuplicateName(data), data)
 		}
 		if err != nil {
 			if validJSON && isObject && utf8.Valid(data) && bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) < maxJSONDepth &&

@@ -196,7 +196,7 @@ func Values(v []byte) (vals []Value, ok bool) {
 		return []Value{}, true
 	}
 	for i < len(v) {
-		end, err := scanValue(v, i, maxJSONDepth-1)
+		end, err := scanValue(v, i, maxJSONDepth-1, false)
 		if err != nil {
 			return nil, false
 		}
@@ -238,7 +238,7 @@ func Match(v []byte, wants []Value) bool {
 		return false
 	}
 	for i < len(v) {
-		end, err := scanValue(v, i, maxJSONDepth-1)
+		end, err := scanValue(v, i, maxJSONDepth-1, false)
 		if err != nil {
 			return false
 		}

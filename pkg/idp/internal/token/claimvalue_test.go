@@ -176,7 +176,7 @@ func FuzzMatch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, claim string, kind uint8, want string) {
 		v := []byte(claim)
-		if end, err := scanValue(v, 0, 0); err != nil || end != len(v) {
+		if end, err := scanValue(v, 0, 0, true); err != nil || end != len(v) {
 			return // Lookup hands over one whole, valid value
 		}
 		w := Value{Kind: Kind(kind%3 + 1), Text: want}

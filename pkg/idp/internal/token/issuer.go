@@ -35,7 +35,7 @@ func IssuerOf(payload []byte) (iss []byte, ok bool) {
 			return nil, false
 		}
 		i = skipSpace(b, i+1)
-		valEnd, err := scanValue(b, i, 1)
+		valEnd, err := scanValue(b, i, 1, false)
 		if err != nil {
 			return nil, false
 		}

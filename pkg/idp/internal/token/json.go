@@ -108,8 +108,11 @@ func stringValue(in *Interner, s []byte, escaped bool) (string, error) {
 	return v, nil
 }
 
-// scanValue returns the end of the JSON value starting at b[i].
-func scanValue(b []byte, i, depth int) (int, error) {
+// scanValue returns the end of the JSON value starting at b[i]. With
+// names, a member name twice in an object is a *DuplicateError; without,
+// the value is only delimited (the callers that cross JSON validated
+// before, or that validate in full later).
+func scanValue(b []byte, i, depth int, names bool) (int, error) {
 	if i >= len(b) {
 		return 0, errJSON
 	}
@@ -117,34 +120,21 @@ func scanValue(b []byte, i, depth int) (int, error) {
 	case c == '"':
 		end, _, err := scanString(b, i)
 		return end, err
-	case c == '{' || c == '[':
+	case c == '{':
 		if depth >= maxJSONDepth {
 			return 0, errJSON
 		}
-		closer := byte('}')
-		if c == '[' {
-			closer = ']'
+		return scanObject(b, i, depth, names)
+	case c == '[':
+		if depth >= maxJSONDepth {
+			return 0, errJSON
 		}
 		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == closer {
+		if i < len(b) && b[i] == ']' {
 			return i + 1, nil
 		}
 		for {
-			if c == '{' {
-				if i >= len(b) || b[i] != '"' {
-					return 0, errJSON
-				}
-				end, _, err := scanString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = skipSpace(b, end)
-				if i >= len(b) || b[i] != ':' {
-					return 0, errJSON
-				}
-				i = skipSpace(b, i+1)
-			}
-			end, err := scanValue(b, i, depth+1)
+			end, err := scanValue(b, i, depth+1, names)
 			if err != nil {
 				return 0, err
 			}
@@ -152,7 +142,7 @@ func scanValue(b []byte, i, depth int) (int, error) {
 			if i >= len(b) {
 				return 0, errJSON
 			}
-			if b[i] == closer {
+			if b[i] == ']' {
 				return i + 1, nil
 			}
 			if b[i] != ',' {
@@ -168,6 +158,58 @@ func scanValue(b []byte, i, depth int) (int, error) {
 		return scanLiteral(b, i, "null")
 	default:
 		return scanNumber(b, i)
+	}
+}
+
+// scanObject returns the end of the JSON object starting at b[i] == '{'
+// (at nesting depth depth), with names refusing a member name given twice
+// with a *DuplicateError (see names.go).
+func scanObject(b []byte, i, depth int, names bool) (int, error) {
+	var set *nameSet
+	if names {
+		set = &nameSet{}
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, errJSON
+		}
+		nameAt := i
+		end, escaped, err := scanString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		if set != nil {
+			if err := set.add(b, i, end, escaped, depth); err != nil {
+				return 0, err
+			}
+		}
+		nameEnd := end
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errJSON
+		}
+		end, err = scanValue(b, skipSpace(b, i+1), depth+1, names)
+		if err != nil {
+			if de, ok := err.(*DuplicateError); ok && depth == 0 && de.In == "" {
+				de.In, _ = stringValue(nil, b[nameAt:nameEnd], escaped) // the claim it is in
+			}
+			return 0, err
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return 0, errJSON
+		}
+		if b[i] == '}' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return 0, errJSON
+		}
+		i = skipSpace(b, i+1)
 	}
 }
 
@@ -221,20 +263,29 @@ func scanNumber(b []byte, i int) (int, error) {
 // EachMember calls fn for every member of the JSON object b (the whole of
 // b, surrounding space allowed) with the member's name, decoded (names
 // that are not claim names go through in, which may be nil), and its raw
-// value. Names are compared by the caller, exactly.
+// value. Names are compared by the caller, exactly. b is validated first,
+// in full: malformed JSON is errJSON, and a name twice in any object of b
+// a *DuplicateError, before fn is called.
 func EachMember(in *Interner, b []byte, fn func(name string, value []byte) error) error {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errJSON
 	}
-	end, err := scanValue(b, i, 0) // validates the whole object first
+	end, err := scanValue(b, i, 0, true)
 	if err != nil {
 		return err
 	}
 	if skipSpace(b, end) != len(b) {
 		return errJSON
 	}
-	i = skipSpace(b, i+1)
+	return eachValidMember(in, b, fn)
+}
+
+// eachValidMember is EachMember for an object b that EachMember (or
+// scanValue with names) has validated already, as a value inside a
+// validated payload is: it does not validate b again.
+func eachValidMember(in *Interner, b []byte, fn func(name string, value []byte) error) error {
+	i := skipSpace(b, skipSpace(b, 0)+1)
 	if b[i] == '}' {
 		return nil
 	}
@@ -245,7 +296,7 @@ func EachMember(in *Interner, b []byte, fn func(name string, value []byte) error
 			return err
 		}
 		i = skipSpace(b, skipSpace(b, nameEnd)+1) // past ':'
-		valEnd, _ := scanValue(b, i, 1)
+		valEnd, _ := scanValue(b, i, 1, false)
 		if err := fn(name, b[i:valEnd]); err != nil {
 			return err
 		}
@@ -396,7 +447,7 @@ func findMember(b []byte, name string) ([]byte, error) {
 			return nil, errJSON
 		}
 		i = skipSpace(b, i+1)
-		valEnd, err := scanValue(b, i, 1)
+		valEnd, err := scanValue(b, i, 1, false)
 		if err != nil {
 			return nil, err
 		}

@@ -72,27 +72,21 @@ func ParseJWS(raw string) (*JWS, error) {
 		return nil, Invalid("malformed token", nil)
 	}
 	t := &JWS{SigningInput: raw[:dot2], Payload: payload, Sig: sig}
-	var seen [4]bool
 	err := EachMember(nil, header, func(name string, v []byte) error {
-		var slot int
-		var dst *string
+		var dst *string // each once: EachMember refuses a name twice
 		switch name {
 		case "alg":
-			slot, dst = 0, &t.Alg
+			dst = &t.Alg
 		case "kid":
-			slot, dst = 1, &t.Kid
+			dst = &t.Kid
 			t.HasKID = true
 		case "typ":
-			slot, dst = 2, &t.Typ
+			dst = &t.Typ
 		case "crit":
 			return Invalid("unsupported critical header", nil)
 		default:
 			return nil
 		}
-		if seen[slot] {
-			return Invalid("duplicate header parameter "+name, nil)
-		}
-		seen[slot] = true
 		s, ok := String(nil, v)
 		if !ok {
 			return Invalid("malformed "+name+" header", nil)
@@ -101,6 +95,9 @@ func ParseJWS(raw string) (*JWS, error) {
 		return nil
 	})
 	if err != nil {
+		if reason, ok := duplicateReason(err, "header parameter"); ok {
+			return nil, Invalid(reason, nil)
+		}
 		if err == errJSON {
 			return nil, Invalid("malformed token", err)
 		}

@@ -74,14 +74,9 @@ func DecodeMapped(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 
 // capture keeps the value of a top-level member a path of m starts at.
 func (m *Mapping) capture(vals [][]byte, name string, v []byte) error {
-	i, ok := m.tops[name]
-	if !ok {
-		return nil
+	if i, ok := m.tops[name]; ok {
+		vals[i] = v // once: EachMember refuses a name twice
 	}
-	if vals[i] != nil {
-		return Invalid("duplicate claim "+m.topNames[i], nil)
-	}
-	vals[i] = v
 	return nil
 }
 
@@ -175,7 +170,8 @@ func lookup(v []byte, p Path) ([]byte, error) {
 			return nil, Invalid("claim "+p.Text+": not an object on the way", nil)
 		}
 		found, err := findMember(v, name)
-		if errors.Is(err, errTwice) {
+		var de *DuplicateError
+		if errors.Is(err, errTwice) || errors.As(err, &de) {
 			return nil, Invalid("claim "+p.Text+": a name twice", nil)
 		}
 		if err != nil {
@@ -197,14 +193,13 @@ func objectKeys(in *Interner, v []byte, text string) ([]string, error) {
 	}
 	out := []string{}
 	err := EachMember(in, v, func(n string, _ []byte) error {
-		for _, seen := range out {
-			if seen == n {
-				return Invalid("claim "+text+": a name twice", nil)
-			}
-		}
 		out = append(out, n)
 		return nil
 	})
+	var de *DuplicateError
+	if errors.As(err, &de) {
+		return nil, Invalid("claim "+text+": a name twice", nil)
+	}
 	return out, err
 }
 

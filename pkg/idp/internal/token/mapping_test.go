@@ -81,7 +81,7 @@ func TestDecodeMapped(t *testing.T) {
 	}
 	for payload, reason := range map[string]string{
 		`{"roles":["a"],"roles":["b"]}`:                            "duplicate claim roles",
-		`{"https://example.com/app":{"groups":[],"groups":["x"]}}`: `claim ["https://example.com/app"].groups: a name twice`,
+		`{"https://example.com/app":{"groups":[],"groups":["x"]}}`: "duplicate name groups inside claim https://example.com/app",
 		`{"https://example.com/app":[]}`:                           "not an object on the way",
 		`{"urn:zitadel:iam:org:project:roles":["a"]}`:              "must be an object",
 		`{"sub":1}`:                   "malformed sub claim",
