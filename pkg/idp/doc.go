@@ -167,7 +167,11 @@
 // not ready), as every token's iss must; token headers such as jku, x5u and jwk are ignored,
 // tokens with a crit header are rejected, and only asymmetric algorithms listed
 // in Config.Algorithms are accepted. Keycloak ID, refresh and offline tokens
-// are rejected by their typ claim. Tokens must be canonical (base64url
+// are rejected by their typ claim. A sender-constrained token (a cnf
+// claim: DPoP's cnf.jkt, RFC 9449; a certificate's cnf["x5t#S256"], RFC
+// 8705; Keycloak's typ "DPoP") is refused with ErrSenderConstrained:
+// proofs of possession are not checked yet, and accepting it as a bearer
+// token is the downgrade RFC 9449 §7.2 warns about. Tokens must be canonical (base64url
 // without padding or stray bits); claim names are matched exactly and a
 // name given twice in any object of the header or the claims makes the
 // token invalid, whatever would read it; exp, nbf and iat must be JSON numbers. A

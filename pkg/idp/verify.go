@@ -188,9 +188,9 @@ func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnaps
 	return snap, nil
 }
 
-// checkClaims applies the rules on the issuer, the token type and the
-// audience of is. atJWT tells that the header declared an RFC 9068 access
-// token (typ "at+jwt").
+// checkClaims applies the rules on the issuer, the token type, the
+// audience of is and sender constraints. atJWT tells that the header
+// declared an RFC 9068 access token (typ "at+jwt").
 func (is *issuer) checkClaims(c *token.Claims, atJWT bool) error {
 	if c.Issuer == "" {
 		return invalid("missing required claim iss", nil)
@@ -198,9 +198,11 @@ func (is *issuer) checkClaims(c *token.Claims, atJWT bool) error {
 	if c.Issuer != is.url {
 		return invalid("wrong issuer", nil)
 	}
-	// Keycloak marks its tokens: "Bearer" for access tokens, "ID", "Refresh",
-	// "Offline", "Logout" for the others, none of which may pass here.
-	if c.Typ != "" && !strings.EqualFold(c.Typ, "Bearer") {
+	// Keycloak marks its tokens: "Bearer" for access tokens ("DPoP" for
+	// DPoP-bound ones, refused below), "ID", "Refresh", "Offline",
+	// "Logout" for the others, none of which may pass here.
+	dpop := strings.EqualFold(c.Typ, "DPoP")
+	if c.Typ != "" && !strings.EqualFold(c.Typ, "Bearer") && !dpop {
 		return invalid("not an access token", nil)
 	}
 	// Most other providers leave typ out, and an ID token's aud is the
@@ -217,7 +219,36 @@ func (is *issuer) checkClaims(c *token.Claims, atJWT bool) error {
 	if !is.audienceOK(c) {
 		return invalid("token not intended for this service", nil)
 	}
+	if c.Cnf || dpop {
+		return senderConstrained(c)
+	}
 	return nil
+}
+
+// senderConstrained is the refusal of a token bound to a key (see
+// ErrSenderConstrained), naming the binding: a bound token is checked in
+// full first, so that its reason is the only one.
+func senderConstrained(c *token.Claims) error {
+	reason := "sender-constrained token (cnf): proof of possession is not supported"
+	switch {
+	case present(c, cnfJKT) || strings.EqualFold(c.Typ, "DPoP"):
+		reason = "sender-constrained token (DPoP, cnf.jkt): proof of possession is not supported"
+	case present(c, cnfX5T):
+		reason = "sender-constrained token (client certificate, cnf x5t#S256): proof of possession is not supported"
+	}
+	return invalid(reason, ErrSenderConstrained)
+}
+
+// The confirmation methods senderConstrained names.
+var (
+	cnfJKT = token.Path{Text: "cnf.jkt", Names: []string{"cnf", "jkt"}}
+	cnfX5T = token.Path{Text: `cnf["x5t#S256"]`, Names: []string{"cnf", "x5t#S256"}}
+)
+
+// present reports whether the claim at p is there (not absent, not null).
+func present(c *token.Claims, p token.Path) bool {
+	v, err := token.Lookup(c.Raw, p)
+	return err == nil && v != nil
 }
 
 // audienceOK is the specification's audience rule (§5.4–5.6): aud (string

@@ -38,6 +38,9 @@ type Claims struct {
 	// Markers of ID tokens, kept only to refuse them: the presence of
 	// nonce, at_hash and c_hash.
 	Nonce, ATHash, CHash bool
+	// Cnf: the token carries a confirmation claim (RFC 7800 cnf, not
+	// null), binding it to a key its sender must prove it holds.
+	Cnf bool
 
 	// Mapped is the identity a Mapping read (DecodeMapped); nil from
 	// DecodeClaims.
@@ -72,6 +75,7 @@ const (
 	cAtHash
 	cCHash
 	cGroups
+	cCnf
 )
 
 var claimBits = map[string]int{
@@ -79,7 +83,7 @@ var claimBits = map[string]int{
 	"azp": cAzp, "typ": cTyp, "scope": cScope, "scp": cScp, "sid": cSid, "session_state": cSessionState,
 	"realm_access": cRealmAccess, "resource_access": cResourceAccess, "preferred_username": cPreferredUsername,
 	"email": cEmail, "email_verified": cEmailVerified, "name": cName, "nonce": cNonce, "at_hash": cAtHash, "c_hash": cCHash,
-	"groups": cGroups,
+	"groups": cGroups, "cnf": cCnf,
 }
 
 // DecodeClaims decodes the payload once, matching claim names exactly.
@@ -176,6 +180,8 @@ func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 			c.CHash = true
 		case cGroups:
 			c.Groups = lenientStrings(in, v)
+		case cCnf:
+			c.Cnf = true
 		}
 		return nil
 	})

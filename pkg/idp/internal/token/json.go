@@ -327,7 +327,7 @@ var knownNames = func() map[string]string {
 		"alg", "kid", "typ", "crit", "cty", "jku", "jwk", "x5u", "x5c", "x5t", "x5t#S256",
 		"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "azp", "scope", "scp", "sid", "session_state",
 		"realm_access", "resource_access", "roles", "preferred_username", "email", "email_verified",
-		"name", "nonce", "at_hash", "c_hash", "groups", "auth_time", "acr", "given_name", "family_name",
+		"name", "nonce", "at_hash", "c_hash", "groups", "auth_time", "acr", "given_name", "family_name", "cnf",
 	} {
 		m[n] = n
 	}
