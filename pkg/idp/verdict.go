@@ -114,15 +114,7 @@ func (v Verdict) Detail() string {
 		}
 		return "invalid token"
 	case Forbidden:
-		switch {
-		case v.Clause == "groups":
-			return "the token lacks a required group"
-		case v.Clause == "email_domains":
-			return "the token lacks a verified e-mail address in an accepted domain"
-		case v.Clause == "claims" || strings.HasPrefix(v.Clause, "claims:"):
-			return "the token lacks a required claim value"
-		}
-		return "the token lacks a required role or scope"
+		return forbiddenDetail(v.Clause)
 	case Unavailable:
 		if errors.Is(v.Err, ErrSessionStoreUnavailable) {
 			return detailSessionStoreUnavailable
@@ -139,6 +131,33 @@ func (v Verdict) Detail() string {
 		return "the identity provider's keys are not available yet"
 	}
 	return ""
+}
+
+// forbiddenDetail words a 403 after the clause that refused it (see
+// NamedGuard), so that the answer says which of a rule's clauses to look
+// at: a token from an issuer the rule does not accept is not "lacking a
+// role". A clause of another guard is named as the guard names it.
+func forbiddenDetail(clause string) string {
+	kind, client, _ := strings.Cut(clause, ":")
+	switch kind {
+	case "roles":
+		return "the token lacks a required role"
+	case "client_roles":
+		return "the token lacks a required role of client " + client
+	case "scopes":
+		return "the token lacks a required scope"
+	case "groups":
+		return "the token lacks a required group"
+	case "claims":
+		return "the token lacks a required claim value"
+	case "email_domains":
+		return "the token lacks a verified e-mail address in an accepted domain"
+	case "issuers":
+		return "the token's issuer is not one this rule accepts"
+	case "":
+		return "a guard refused the token"
+	}
+	return "the token does not satisfy the rule's " + clause + " clause"
 }
 
 // detailSessionStoreUnavailable answers requests that need the session

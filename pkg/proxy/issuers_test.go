@@ -52,8 +52,9 @@ func TestIssuersPerRule(t *testing.T) {
 			t.Errorf("%s with a token of %s: %d %s, want %d", c.path, map[bool]string{true: "ci", false: "default"}[c.token == ciTok], resp.StatusCode, body, c.want)
 		}
 	}
-	if _, body := do(t, "GET", px.URL+"/deploy/x", companyTok, nil, ""); !strings.Contains(body, `"clause":"issuers"`) {
-		t.Errorf("403 body does not name the issuers clause: %s", body)
+	if _, body := do(t, "GET", px.URL+"/deploy/x", companyTok, nil, ""); !strings.Contains(body, `"clause":"issuers"`) ||
+		!strings.Contains(body, `"detail":"the token's issuer is not one this rule accepts"`) {
+		t.Errorf("403 body does not name the issuers clause in its clause and detail: %s", body)
 	}
 	if got := up.count(); got != 4 {
 		t.Errorf("upstream reached %d times, want 4", got)
