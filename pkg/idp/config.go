@@ -32,6 +32,7 @@ const (
 	DefaultMaxTokenBytes             = 16 << 10
 	DefaultUnknownKIDRefreshInterval = time.Second
 	DefaultUnknownKIDWait            = 500 * time.Millisecond
+	DefaultFirstKeysWait             = 5 * time.Second
 	DefaultVerifiedCacheSize         = 10000
 )
 
@@ -165,6 +166,17 @@ type Config struct {
 	// time"), and the fetch goes on in the background for the requests
 	// that follow. Tokens with a known kid never wait. [500ms]
 	UnknownKIDWait time.Duration
+	// FirstKeysWait bounds how long a request that arrives before the
+	// provider's first key set (New starts fetching it: discovery, then
+	// the JWKS) waits for it, within the request's context, so that the
+	// first requests after New are served rather than answered 503. The
+	// wait ends as soon as that first fetch ends: a provider that is down
+	// at start fails it at once, and every request then gets 503 with
+	// Retry-After without waiting, until a background retry loads the
+	// keys. Past the wait (a provider that does not answer), 503 "the
+	// identity provider did not send its keys in time". WaitReady blocks
+	// for the keys without a bound. Negative: never wait. [5s]
+	FirstKeysWait time.Duration
 	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
 	// SHA-256 of the token, never used past the token's exp, dropped when
 	// the key set changes; an entry is the verified payload, not the
@@ -266,6 +278,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UnknownKIDWait == 0 {
 		c.UnknownKIDWait = DefaultUnknownKIDWait
+	}
+	if c.FirstKeysWait == 0 {
+		c.FirstKeysWait = DefaultFirstKeysWait
 	}
 	if c.VerifiedCacheSize == 0 {
 		c.VerifiedCacheSize = DefaultVerifiedCacheSize

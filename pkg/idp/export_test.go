@@ -9,3 +9,11 @@ func SetBeforeRefresh(p *Plugin, f func()) { p.sessions.beforeRefresh = f }
 // blocks waiting for its session's refresh, so that a test can count
 // them.
 func SetOnRefreshWait(p *Plugin, f func()) { p.sessions.onRefreshWait = f }
+
+// SetFirstKeysWaitHook makes every key set of p call f when a request
+// starts waiting for its first key set (Config.FirstKeysWait).
+func SetFirstKeysWaitHook(p *Plugin, f func()) {
+	for _, is := range p.issuers {
+		is.keys.firstWait = f
+	}
+}

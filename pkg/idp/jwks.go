@@ -82,6 +82,13 @@ type keySet struct {
 	snap atomic.Pointer[keySnapshot]
 	meta atomic.Pointer[providerMetadata]
 
+	// firstDone is closed when the first fetch has ended, the keys loaded
+	// or not (see awaitFirst); firstWait is called when a request starts
+	// waiting for it (a test hook; nil otherwise).
+	firstDone chan struct{}
+	firstOnce sync.Once
+	firstWait func()
+
 	mu          sync.Mutex
 	flight      *flight
 	lastUnknown time.Time            // start of the last unknown-kid fetch
@@ -102,6 +109,47 @@ type flight struct {
 }
 
 func (k *keySet) current() *keySnapshot { return k.snap.Load() }
+
+// awaitFirst waits for the first key set while the first fetch is under
+// way, at most d and while ctx lasts (Config.FirstKeysWait). It returns
+// nil when the keys are loaded; ErrUnavailable at once when the first
+// fetch has ended without them (the provider is down: no request waits
+// for the retries), or when ctx ends; errKeyWait past d.
+func (k *keySet) awaitFirst(ctx context.Context, d time.Duration) error {
+	if k.current() != nil {
+		return nil
+	}
+	if d <= 0 || !k.firstPending() {
+		return ErrUnavailable
+	}
+	if k.firstWait != nil {
+		k.firstWait()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-k.firstDone:
+	case <-ctx.Done():
+	case <-t.C:
+		if k.current() == nil {
+			return errKeyWait
+		}
+	}
+	if k.current() == nil {
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// firstPending reports whether the first fetch has not ended yet.
+func (k *keySet) firstPending() bool {
+	select {
+	case <-k.firstDone:
+		return false
+	default:
+		return true
+	}
+}
 
 // refresh fetches the key set once, joining a fetch already under way.
 // The fetch itself is detached from ctx (one caller giving up does not
@@ -286,6 +334,7 @@ func (k *keySet) fetch() error {
 		}()
 	}
 	err := k.fetchCtx(ctx)
+	defer k.firstOnce.Do(func() { close(k.firstDone) })
 	if err != nil {
 		trace.SpanFromContext(ctx).SetStatus(codes.Error, "key set fetch failed")
 		k.failures.Add(1)

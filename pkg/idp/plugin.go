@@ -49,10 +49,13 @@ type Plugin struct {
 }
 
 // New validates cfg and returns a Plugin. Key discovery starts in the
-// background and New does not wait for it: while the provider cannot be
-// reached, protected requests get 503 with Retry-After and Ready reports
-// false; they recover without a restart when it comes back. Use WaitReady
-// to block until the keys are loaded.
+// background and New does not wait for it: requests that arrive while the
+// first key set is being fetched wait for it (at most
+// Config.FirstKeysWait, 5 s by default), so the first requests after New
+// are served. While the provider cannot be reached, protected requests get
+// 503 with Retry-After and Ready reports false; they recover without a
+// restart when it comes back. Use WaitReady to block until the keys are
+// loaded (before reporting ready, or in a test).
 //
 // Background work (key refreshes) stops when ctx is done or Close is
 // called.
@@ -112,6 +115,8 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 			wait:     cfg.UnknownKIDWait,
 			log:      cfg.Logger,
 			tracer:   p.tracer,
+
+			firstDone: make(chan struct{}),
 		}
 		k.onChange = func() { p.cache.reset(p.gen.Add(1)) }
 		return k

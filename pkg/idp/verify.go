@@ -71,8 +71,11 @@ func (p *Plugin) probe(raw string, pr *probe) *Identity {
 	// verified with keys that have changed since is cached under an older
 	// generation, which the cache no longer serves.
 	gen := p.gen.Load()
-	if p.byURL == nil && p.keys.current() == nil {
-		pr.err = ErrUnavailable // with several issuers, checked per issuer
+	if p.byURL == nil && p.keys.current() == nil && !p.keys.firstPending() {
+		// The first fetch failed: refused at once. While it is under
+		// way, verifyMiss waits for it; with several issuers, it waits
+		// per issuer.
+		pr.err = ErrUnavailable
 		return nil
 	}
 	now := p.cfg.Now()
@@ -132,7 +135,13 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 	}
 	snap := is.keys.current()
 	if snap == nil {
-		return nil, ErrUnavailable
+		if err := is.keys.awaitFirst(ctx, p.cfg.FirstKeysWait); err != nil {
+			return nil, err
+		}
+		// Keys arrived meanwhile: the generation is read again before the
+		// key set, as probe does.
+		gen = p.gen.Load()
+		snap = is.keys.current()
 	}
 	if _, err := p.verifySignature(ctx, is, snap, t); err != nil {
 		return nil, err

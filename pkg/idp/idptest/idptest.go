@@ -14,8 +14,17 @@
 //
 //	idpSrv := idptest.NewServer(t)
 //	p, _ := idp.New(ctx, idp.Config{ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "shortener"})
+//	if err := p.WaitReady(ctx); err != nil { // the keys are loaded (optional: see below)
+//		t.Fatal(err)
+//	}
 //	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
 //	req.Header.Set("Authorization", "Bearer "+tok)
+//
+// idp.New fetches the provider's keys in the background; a request that
+// arrives before they are loaded waits for them (idp.Config.FirstKeysWait,
+// 5 s), so the first request of a test is served without WaitReady.
+// WaitReady makes the wait explicit, and is what a test of a provider
+// that is down (Server.SetDown) needs to wait for recovery.
 package idptest
 
 import (

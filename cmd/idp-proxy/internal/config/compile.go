@@ -179,6 +179,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		Algorithms:        c.Algorithms,
 		HTTPTimeout:       c.HTTPTimeout,
 		UnknownKIDWait:    c.UnknownKIDWait,
+		FirstKeysWait:     c.FirstKeysWait,
 		Leeway:            idpNone(c.Leeway),
 		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
 		Claims:            c.Claims.mapping(),

@@ -111,11 +111,12 @@ func TestCheckErrorsAreKeyErrors(t *testing.T) {
 // defaults; given, as written.
 func TestProviderWaitBounds(t *testing.T) {
 	d := Default()
-	if d.IDP.UnknownKIDWait != idp.DefaultUnknownKIDWait || d.Session.RefreshWait != idp.DefaultSessionRefreshWait {
-		t.Fatalf("defaults: unknown_kid_wait %s, refresh_wait %s", d.IDP.UnknownKIDWait, d.Session.RefreshWait)
+	if d.IDP.UnknownKIDWait != idp.DefaultUnknownKIDWait || d.Session.RefreshWait != idp.DefaultSessionRefreshWait ||
+		d.IDP.FirstKeysWait != idp.DefaultFirstKeysWait {
+		t.Fatalf("defaults: unknown_kid_wait %s, refresh_wait %s, first_keys_wait %s", d.IDP.UnknownKIDWait, d.Session.RefreshWait, d.IDP.FirstKeysWait)
 	}
 	f, err := Load(writeFile(t, "c.yaml", `upstream: {url: "http://127.0.0.1:8000"}
-idp: {server_url: "http://127.0.0.1:8080", realm: demo, client_id: shortener, unknown_kid_wait: 2s,
+idp: {server_url: "http://127.0.0.1:8080", realm: demo, client_id: shortener, unknown_kid_wait: 2s, first_keys_wait: 7s,
   include_routes: true, redirect_uri: "http://127.0.0.1:4180/auth/callback", session_secret: "a session secret of at least 32 bytes"}
 session: {enabled: true, refresh_wait: 3s}
 `), LoadOptions{})
@@ -126,7 +127,8 @@ session: {enabled: true, refresh_wait: 3s}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.IDP.UnknownKIDWait != 2*time.Second || c.IDP.Session == nil || c.IDP.Session.RefreshWait != 3*time.Second {
-		t.Fatalf("unknown_kid_wait %s, session %+v", c.IDP.UnknownKIDWait, c.IDP.Session)
+	if c.IDP.UnknownKIDWait != 2*time.Second || c.IDP.Session == nil || c.IDP.Session.RefreshWait != 3*time.Second ||
+		c.IDP.FirstKeysWait != 7*time.Second {
+		t.Fatalf("unknown_kid_wait %s, first_keys_wait %s, session %+v", c.IDP.UnknownKIDWait, c.IDP.FirstKeysWait, c.IDP.Session)
 	}
 }

@@ -94,7 +94,11 @@ type IDP struct {
 	// UnknownKIDWait bounds how long a token with an unknown kid waits
 	// for the key-set fetch it starts or joins (then 503). [500ms]
 	UnknownKIDWait time.Duration `mapstructure:"unknown_kid_wait"`
-	Leeway         time.Duration `mapstructure:"leeway"` // [10s]; 0 = none
+	// FirstKeysWait bounds how long a request arriving before the first
+	// key set waits for it, while the first fetch is under way (then
+	// 503). [5s]
+	FirstKeysWait time.Duration `mapstructure:"first_keys_wait"`
+	Leeway        time.Duration `mapstructure:"leeway"` // [10s]; 0 = none
 	// VerifiedCacheSize bounds the cache of verified tokens; 0 disables
 	// it. [10000]
 	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
@@ -181,6 +185,7 @@ func Default() File {
 			Leeway:        id.Leeway,
 
 			UnknownKIDWait: id.UnknownKIDWait,
+			FirstKeysWait:  id.FirstKeysWait,
 
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
