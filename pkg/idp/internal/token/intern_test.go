@@ -9,7 +9,17 @@ import (
 // The strings that recur between tokens are shared; the per-token ones are
 // the token's own; and the shared ones read the same as without sharing.
 func TestInternedClaims(t *testing.T) {
+	// A slot holds the last string hashed to it, and the seed is random:
+	// take an interner whose slots keep these strings apart, so that the
+	// test does not fail on a chance collision (about 1 run in 25).
 	in := NewInterner()
+	for tries := 0; !distinctSlots(in, "https://sso/realms/demo", "alice", "bob", "shortener", "account",
+		"Bearer", "openid email", "offline_access", "creator", "editor"); tries++ {
+		if tries == 100 {
+			t.Fatal("no interner without a collision in 100 seeds")
+		}
+		in = NewInterner()
+	}
 	payload := func(sub string) []byte {
 		return []byte(`{"iss":"https://sso/realms/demo","sub":"` + sub + `","aud":["shortener","account"],` +
 			`"azp":"shortener","typ":"Bearer","scope":"openid email",` +
@@ -56,4 +66,17 @@ func TestInternedClaims(t *testing.T) {
 	if long := string(make([]byte, maxInternLen+1)); in.Bytes([]byte(long)) != long {
 		t.Fatal("long string mangled")
 	}
+}
+
+// distinctSlots reports whether every string has a slot of its own in in.
+func distinctSlots(in *Interner, strs ...string) bool {
+	seen := make(map[any]bool, len(strs))
+	for _, s := range strs {
+		slot := in.slots.Bytes([]byte(s))
+		if seen[slot] {
+			return false
+		}
+		seen[slot] = true
+	}
+	return true
 }
