@@ -38,6 +38,16 @@ func wantPage(t *testing.T, status int, hdr http.Header, body string, parts ...s
 	}
 }
 
+// wantPageResp checks that resp is the refusal page of status, its
+// detail containing part.
+func wantPageResp(t *testing.T, resp *http.Response, status int, part string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, readBody(resp))
+	}
+	wantPage(t, status, resp.Header, readBody(resp), part)
+}
+
 // wantProblemRec checks that rec is the problem+json refusal of status.
 func wantProblemRec(t *testing.T, rec *httptest.ResponseRecorder, status int, detail string) {
 	t.Helper()
