@@ -239,13 +239,14 @@ func Run(ctx context.Context, o Options) (err error) {
 // Routes are the demo proxy's rules (examples/demo-proxy.yaml has the
 // same): the shortener's page and its assets need a signed-in user (any
 // valid token: a browser is sent to the sign-in), short links, the health
-// check and the page where a sign-out ends are public, creating a link (POST /shorten, or POST /links
+// check, the page where a sign-out ends and its stylesheet are public, creating a link (POST /shorten, or POST /links
 // from the page) needs the realm role creator, and everything else (the
 // rest of the /links API the page calls) any valid token.
 func Routes() []proxy.RouteConfig {
 	return []proxy.RouteConfig{
 		{Match: "GET /health", Public: true},
 		{Match: "GET " + signedOutPath, Public: true},
+		{Match: "GET /assets/app.css", Public: true}, // the signed-out page's stylesheet
 		{Match: "GET /{$}"},
 		{Match: "GET /assets/"},
 		{Match: "GET /{code}", Public: true},

@@ -234,6 +234,17 @@ func TestDemoFlow(t *testing.T) {
 	if br.hasCookie(ep.Proxy, "idp_session") {
 		t.Error("the session cookie survived the sign-out")
 	}
+	// The signed-out page's stylesheet loads without a session.
+	req, _ = http.NewRequest("GET", ep.Proxy+"/assets/app.css", nil)
+	req.Header.Set("Accept", "text/css,*/*;q=0.1")
+	req.Header.Set("Sec-Fetch-Mode", "no-cors")
+	if resp, err = br.c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/css") {
+		t.Errorf("after the sign-out GET /assets/app.css answered %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 	req, _ = http.NewRequest("GET", ep.Proxy+"/", nil)
 	req.Header.Set("Accept", "text/html")
 	resp, err = (&http.Client{Jar: br.c.Jar, CheckRedirect: noRedirect.CheckRedirect}).Do(req)

@@ -51,9 +51,10 @@ func TestLoginStartedOnAppHost(t *testing.T) {
 					t.Fatalf("a.example.com after the sign-in: %d", resp.StatusCode)
 				}
 			}
-			// An unsafe relative target is refused on an app host as on any.
+			// An unsafe relative target is refused on an app host as on any
+			// (the browser gets the sign-in's error page).
 			resp := e.do(t, browserGet(e.url("a.example.com", "/auth/login?return_to="+url.QueryEscape("//evil.test/"))))
-			wantProblem(t, resp, http.StatusBadRequest, "return_to")
+			wantPageResp(t, resp, http.StatusBadRequest, "return_to")
 		})
 	}
 }

@@ -125,6 +125,11 @@ type authRoutes struct {
 }
 
 func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if WantsPage(r) {
+		pw := &authPageWriter{ResponseWriter: w, a: a}
+		defer pw.finish()
+		w = pw
+	}
 	rt, ok := a.paths[r.URL.Path]
 	if !ok {
 		writeProblem(w, http.StatusNotFound, "no such authentication route")
@@ -181,8 +186,10 @@ func (a *authRoutes) providerCtx(parent context.Context) (context.Context, conte
 
 // providerFailure answers a failed call to the token endpoint: a refusal
 // (an OAuth error response with a 4xx status) is 401 with refusal as
-// detail, anything else (unreachable, timeout, 5xx, garbage) is 502. The
-// provider's answer is logged by its error code only.
+// detail, except a refusal of the client itself (clientRefused: the
+// proxy's configuration is wrong, not the user's sign-in), which is 502
+// logged at ERROR; anything else (unreachable, timeout, 5xx, garbage) is
+// 502. The provider's answer is logged by its error code only.
 func (a *authRoutes) providerFailure(w http.ResponseWriter, what string, err error, refusal string) {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
@@ -195,10 +202,33 @@ func (a *authRoutes) providerFailure(w http.ResponseWriter, what string, err err
 			writeProblem(w, http.StatusBadGateway, "the identity provider failed")
 			return
 		}
-		a.cfg.Logger.Info("idp: "+what+": refused by the identity provider", "status", status, "error", sanitizeErrorCode(re.ErrorCode))
+		code := sanitizeErrorCode(re.ErrorCode)
+		if clientRefused(status, code) {
+			// Not the user's doing: the provider does not accept this
+			// client (a wrong or missing client_secret, an unknown or
+			// disabled client). Signing in again cannot help.
+			a.cfg.Logger.Error("idp: "+what+": the identity provider refused this client's credentials; check client_id and client_secret",
+				"status", status, "error", code, "client_id", a.cfg.ClientID)
+			markMisconfigured(w)
+			writeProblem(w, http.StatusBadGateway, detailMisconfiguredClient+" ("+code+")")
+			return
+		}
+		a.cfg.Logger.Info("idp: "+what+": refused by the identity provider", "status", status, "error", code)
 		writeProblem(w, http.StatusUnauthorized, refusal)
 		return
 	}
 	a.cfg.Logger.Warn("idp: "+what+": identity provider unreachable", "error", err)
 	writeProblem(w, http.StatusBadGateway, "the identity provider could not be reached")
+}
+
+// detailMisconfiguredClient answers a sign-in or refresh whose client the
+// provider refused.
+const detailMisconfiguredClient = "the proxy is misconfigured: the identity provider refused its client credentials"
+
+// clientRefused reports whether a token endpoint's error answer refuses
+// the client itself rather than the grant: invalid_client (RFC 6749
+// §5.2), or unauthorized_client with 401, which is how Keycloak answers a
+// missing client secret.
+func clientRefused(status int, code string) bool {
+	return code == "invalid_client" || code == "unauthorized_client" && status == http.StatusUnauthorized
 }

@@ -202,6 +202,10 @@ func (m *sessionManager) refreshTokens(ctx context.Context, s *session) (*sessio
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode/100 == 4 {
+			if code := sanitizeErrorCode(re.ErrorCode); clientRefused(re.Response.StatusCode, code) {
+				m.p.cfg.Logger.Error("idp: session refresh: the identity provider refused this client's credentials; check client_id and client_secret",
+					"status", re.Response.StatusCode, "error", code, "client_id", m.p.cfg.ClientID)
+			}
 			return nil, errSessionEnded
 		}
 		return nil, err

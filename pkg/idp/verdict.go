@@ -193,11 +193,14 @@ func (v Verdict) with(o Verdict) Verdict {
 // 401 with WWW-Authenticate (error="invalid_token" only when a token was
 // sent), 400 invalid_request, 403 insufficient_scope, 503 with Retry-After
 // while the keys are unavailable. The body is application/problem+json and
-// never echoes the token. With browser sessions (Config.Session), a
-// browser navigation without credentials (see IsNavigation) is sent to the
-// login route instead: 302 to {AuthPrefix}/login?return_to=<the path and
-// query>. A 403 names the refusing clause in the body's "clause" member. The verdict's Cookies are set in every case; an Allowed verdict
-// writes nothing else.
+// never echoes the token; a browser navigation (see WantsPage) gets
+// instead a small HTML page with the same status and headers, saying what
+// happened and offering the way on (sign in again, sign out, back). With
+// browser sessions (Config.Session), a browser navigation without
+// credentials (see IsNavigation) is sent to the login route instead: 302
+// to {AuthPrefix}/login?return_to=<the path and query>. A 403 names the
+// refusing clause in the body's "clause" member. The verdict's Cookies
+// are set in every case; an Allowed verdict writes nothing else.
 func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict) {
 	v.SetCookies(w)
 	realm := `Bearer realm="` + p.realmQuoted + `"`
@@ -220,7 +223,11 @@ func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict)
 	case Unavailable:
 		h.Set("Retry-After", "5")
 	}
-	problem.WriteDetails(w, problem.Details{Status: v.Status(), Detail: v.Detail(), Clause: v.Clause})
+	if WantsPage(r) {
+		p.writePage(w, r, v.Status(), v.Detail(), v.Identity)
+	} else {
+		problem.WriteDetails(w, problem.Details{Status: v.Status(), Detail: v.Detail(), Clause: v.Clause})
+	}
 	if p.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) {
 		p.cfg.Logger.Debug("idp: request refused", "path", r.URL.Path, "outcome", v.Outcome.String(), "clause", v.Clause, "error", v.Err)
 	}
@@ -237,7 +244,7 @@ func (p *Plugin) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	p.cfg.Logger.Error("idp: unexpected error", "error", err, "path", r.URL.Path)
-	problem.Write(w, http.StatusInternalServerError, "internal error")
+	p.WriteProblem(w, r, http.StatusInternalServerError, "internal error")
 }
 
 // quoteRealm makes s safe inside a quoted-string of WWW-Authenticate.

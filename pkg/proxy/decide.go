@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idp-proxy/idp-proxy/internal/problem"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -58,7 +57,8 @@ func (v *verdict) answerStatus() int {
 	return v.status
 }
 
-// refuse writes the answer of a refused verdict.
+// refuse writes the answer of a refused verdict: problem+json, or the
+// refusal page for a browser navigation (idp.WantsPage).
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 	if v.byIDP {
 		p.plugin.WriteVerdict(w, r, v.idp)
@@ -67,7 +67,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 	if v.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", allowedMethods)
 	}
-	problem.Write(w, v.status, v.detail)
+	p.plugin.WriteProblem(w, r, v.status, v.detail)
 }
 
 // allowedMethods is the Allow header of the proxy's 405 answers.

@@ -159,6 +159,11 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 			// its 500): a refused original request (400, 405) is a 403.
 			status = http.StatusForbidden
 		}
+		if v.orig != nil && !v.nginx {
+			// Traefik and Caddy pass the refusal's body to the browser.
+			p.plugin.WriteProblem(w, v.orig, status, v.detail)
+			return
+		}
 		problem.Write(w, status, v.detail)
 		return
 	}

@@ -353,7 +353,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody {
 		if r.ContentLength > p.maxBody {
-			problem.Write(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", p.maxBody))
+			p.plugin.WriteProblem(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", p.maxBody))
 			v.dec = decBadRequest
 			return v
 		}

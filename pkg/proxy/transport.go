@@ -143,14 +143,14 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		p.log.Warn("the client sent its request body too slowly", "request_id", r.Header.Get("X-Request-Id"),
 			"method", r.Method, "path", r.URL.Path, "status", http.StatusRequestTimeout, "error", err)
 		w.Header().Set("Connection", "close")
-		problem.Write(w, http.StatusRequestTimeout, "the request body did not arrive in time")
+		p.plugin.WriteProblem(w, r, http.StatusRequestTimeout, "the request body did not arrive in time")
 		return
 	case errors.As(err, &bodyErr) && r.Context().Err() == nil:
 		// The client's body did not parse (a bad chunk): its fault, not
 		// the upstream's.
 		p.log.Info("malformed request body", "request_id", r.Header.Get("X-Request-Id"), "error", bodyErr)
 		w.Header().Set("Connection", "close")
-		problem.Write(w, http.StatusBadRequest, errMalformedBody.Error())
+		p.plugin.WriteProblem(w, r, http.StatusBadRequest, errMalformedBody.Error())
 		return
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads this answer.
@@ -162,7 +162,7 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	p.log.Warn("upstream request failed", "request_id", r.Header.Get("X-Request-Id"),
 		"method", r.Method, "path", r.URL.Path, "status", status, "error", err)
-	problem.Write(w, status, detail)
+	p.plugin.WriteProblem(w, r, status, detail) // a page for a browser navigation
 }
 
 // modifyResponse keeps the proxy's X-Request-Id the only one in the

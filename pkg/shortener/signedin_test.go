@@ -77,6 +77,13 @@ func TestFaviconAndSignedOutPage(t *testing.T) {
 		!strings.Contains(rec.Body.String(), `href="/auth/login?return_to=/"`) {
 		t.Errorf("GET /signed-out: %d %s", rec.Code, rec.Body)
 	}
+	// Styled like the page, by the stylesheet the page's CSP allows.
+	if !strings.Contains(rec.Body.String(), `<link rel="stylesheet" href="assets/app.css">`) {
+		t.Errorf("the signed-out page has no stylesheet:\n%s", rec.Body)
+	}
+	if css := do(h, "GET", "/assets/app.css", "", ""); css.Code != 200 || !strings.HasPrefix(css.Header().Get("Content-Type"), "text/css") {
+		t.Errorf("GET /assets/app.css: %d %q", css.Code, css.Header().Get("Content-Type"))
+	}
 	if n := st.gets.Load(); n != 0 {
 		t.Errorf("%d store lookups for the icon and the signed-out page", n)
 	}

@@ -40,6 +40,7 @@ func pageProxyConfig(port int, opsAddr, serverURL, upstream string) string {
   - {match: "GET /links/{code}/stats"}
   - {match: "PATCH /links/{code}"}
   - {match: "DELETE /links/{code}"}
+  - {match: "GET /admin/", roles: [admin]}
 default_policy: deny
 session:
   enabled: true
@@ -111,6 +112,13 @@ type pageObservation struct {
 		MoreDrawn   bool       `json:"moreDrawn"`
 		Links       []pageLink `json:"links"`
 	} `json:"app"`
+	Refusal *struct {
+		Heading string `json:"heading"`
+		Detail  string `json:"detail"`
+		Who     string `json:"who"`
+		SignOut bool   `json:"signOut"`
+		Styled  bool   `json:"styled"`
+	} `json:"refusal"`
 	LoginForm     bool     `json:"loginForm"`
 	ConsoleErrors []string `json:"consoleErrors"`
 	Dialogs       []struct {
@@ -326,6 +334,7 @@ func TestBrowserShortenerPage(t *testing.T) {
 	add("delete", pageStep{Do: "delete", Code: code})
 	add("visitGone", pageStep{Do: "visit", URL: short})
 	add("reloadGone", pageStep{Do: "reload"})
+	add("forbidden", pageStep{Do: "goto", URL: base + "/admin/"})
 	obs := runPage(t, steps)
 	var chain strings.Builder
 	for i, o := range obs {
@@ -337,7 +346,11 @@ func TestBrowserShortenerPage(t *testing.T) {
 		for _, e := range o.ConsoleErrors {
 			// Chromium asks every origin for /favicon.ico; neither the
 			// provider nor the shortener has one (a 404 is expected).
-			if !strings.HasSuffix(e, "/favicon.ico]") {
+			// Chromium logs the document's own 403 of the forbidden step
+			// too; anything else there (a CSP refusal of the page's
+			// inline stylesheet) is an error.
+			forbidden := i == at["forbidden"] && strings.Contains(e, "status of 403 (Forbidden) ["+base+"/admin/]")
+			if !strings.HasSuffix(e, "/favicon.ico]") && !forbidden {
 				t.Errorf("step %d (%s): console error %q", i, o.Do, e)
 			}
 		}
@@ -494,6 +507,18 @@ func TestBrowserShortenerPage(t *testing.T) {
 	}
 	if a := call(t, "GET", short, "", nil); a.Status != http.StatusNotFound && a.Status != http.StatusGone {
 		t.Errorf("GET %s after delete: %s, want 404 or 410", short, a)
+	}
+	// forbidden: a route that needs the realm role admin, which alice
+	// lacks: the browser gets the refusal page (styled: its inline
+	// stylesheet passes the CSP, and no console error above), not JSON;
+	// a program still gets problem+json.
+	o = obs[at["forbidden"]]
+	if r := o.Refusal; o.Status != http.StatusForbidden || o.Title != "Access denied" || r == nil ||
+		!strings.Contains(r.Detail, "lacks a required role") || r.Who != "Signed in as alice." || !r.SignOut || !r.Styled {
+		t.Errorf("GET /admin/ as alice: %d %q %+v, want the styled 403 page", o.Status, o.Title, o.Refusal)
+	}
+	if a := call(t, "GET", base+"/admin/", "", nil); a.Status != http.StatusUnauthorized || !strings.Contains(a.Header.Get("Content-Type"), "problem+json") {
+		t.Errorf("GET /admin/ from a program: %s, want 401 problem+json", a)
 	}
 	checkNoTokens(t, px, sp)
 	t.Logf("TestBrowserShortenerPage took %s", time.Since(start).Round(100*time.Millisecond))

@@ -102,6 +102,22 @@ function readApp() {
   };
 }
 
+// readRefusal reads idp-proxy's refusal page (internal/errorpage), null on
+// any other page: its heading, detail, "Signed in as", whether it offers
+// the sign-out, and whether its inline stylesheet applied (the CSP allows
+// it by its hash; a refused one leaves the body unstyled).
+function readRefusal() {
+  const detail = document.getElementById('detail');
+  if (!detail) return null;
+  return {
+    heading: document.querySelector('main h1')?.textContent ?? '',
+    detail: detail.textContent,
+    who: document.querySelector('.who')?.textContent ?? '',
+    signOut: !!document.getElementById('sign-out'),
+    styled: getComputedStyle(document.body).maxWidth === '768px',
+  };
+}
+
 // The page is settled once its first GET /links has been answered: one of
 // its sections or its error line shows.
 function appSettled() {
@@ -164,6 +180,7 @@ async function main() {
         docs,
         api,
         app: await page.evaluate(readApp),
+        refusal: await page.evaluate(readRefusal),
         loginForm: await page.locator('form#kc-form-login').count() > 0,
         consoleErrors,
         dialogs,

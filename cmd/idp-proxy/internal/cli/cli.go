@@ -128,7 +128,7 @@ func newVersionCmd() *cobra.Command {
 }
 
 func newCheckConfigCmd(g *globalFlags, load loadFunc) *cobra.Command {
-	var effective, noSecrets bool
+	var effective, noSecrets, online bool
 	cmd := &cobra.Command{
 		Use:   "check-config [FILE]",
 		Short: "Validate the configuration and print the compiled rule table",
@@ -136,8 +136,14 @@ func newCheckConfigCmd(g *globalFlags, load loadFunc) *cobra.Command {
 environment and flags) exactly as serve does, validates every key, compiles
 the rules (conflicting patterns are errors naming both rules) and prints the
 rule table in the order requests are judged. It contacts neither the
-identity provider nor the upstream. Exit status 1 when the configuration is
-invalid. With --effective it prints instead the effective configuration as
+identity provider nor the upstream, so it cannot know whether the provider
+answers, names the configured issuer or accepts the client's credentials:
+--online checks these too (every trusted issuer's discovery document,
+fetched and its issuer compared byte for byte, and its keys; with
+include_routes, the client's authentication at the token endpoint by the
+exchange of a made-up code, which the provider refuses with invalid_grant
+when the credentials are right). Exit status 1 when the configuration is
+invalid or an online check fails. With --effective it prints instead the effective configuration as
 JSON (every default applied, secrets redacted). --no-secrets checks a deploy
 file whose secrets come from the environment or from files mounted at deploy
 time: secret files are not read and missing secrets are not errors.`,
@@ -159,7 +165,10 @@ time: secret files are not read and missing secrets are not errors.`,
 			if effective {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(cfg.Effective())
+				if err := enc.Encode(cfg.Effective()); err != nil || !online {
+					return err
+				}
+				return checkOnline(cmd.Context(), cmd.ErrOrStderr(), c.IDP, noSecrets)
 			}
 			name := path
 			if name == "" {
@@ -183,10 +192,19 @@ time: secret files are not read and missing secrets are not errors.`,
 			}
 			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s\n\n%s",
 				name, cfg.Listen, metrics, upstream, issuer, c.Proxy.Table())
-			return err
+			if err != nil {
+				return err
+			}
+			if !online {
+				_, err = fmt.Fprint(out, "\n"+offlineUnknowns)
+				return err
+			}
+			_, _ = fmt.Fprintln(out)
+			return checkOnline(cmd.Context(), out, c.IDP, noSecrets)
 		},
 	}
 	cmd.Flags().BoolVar(&noSecrets, "no-secrets", false, "do not read secret files nor require secrets (they come at deploy time)")
+	cmd.Flags().BoolVar(&online, "online", false, "also contact the identity providers: discovery, issuer match, keys, the client's credentials")
 	cmd.Flags().BoolVar(&effective, "effective", false, "print the effective configuration as JSON (secrets redacted) instead of the rule table")
 	return cmd
 }

@@ -1,0 +1,129 @@
+package idp
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/idp-proxy/idp-proxy/internal/errorpage"
+	"github.com/idp-proxy/idp-proxy/internal/problem"
+)
+
+// WantsPage reports whether r is a browser navigation, which gets an HTML
+// page for a refusal, rather than a program's request, which gets
+// application/problem+json. Sec-Fetch-Mode decides when the browser sends
+// it ("navigate" is a navigation, every other mode is not); without it,
+// the Accept header must rank text/html above every range that covers
+// JSON ("*/*" alone, as curl sends it, is not a navigation).
+func WantsPage(r *http.Request) bool { return errorpage.Wanted(r) }
+
+// WriteProblem answers status with detail (short, never secret) as
+// WriteVerdict answers its refusals: application/problem+json for
+// programs, and for a browser navigation (WantsPage) a small HTML page
+// with the same status that says what happened and offers the way on
+// (sign in again, sign out, try again, back to "/"). Headers already set
+// on w (WWW-Authenticate, Retry-After, cookies) are kept.
+func (p *Plugin) WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	if !WantsPage(r) {
+		problem.Write(w, status, detail)
+		return
+	}
+	p.writePage(w, r, status, detail, nil)
+}
+
+// writePage answers the page of a refusal of r; id is the identity a
+// guard refused (403), nil otherwise.
+func (p *Plugin) writePage(w http.ResponseWriter, r *http.Request, status int, detail string, id *Identity) {
+	pg := errorpage.Page{Status: status, Detail: detail, Home: "/"}
+	routes := p.cfg.IncludeRoutes
+	switch status {
+	case http.StatusUnauthorized:
+		if routes {
+			pg.SignIn = p.LoginURLFor(r)
+		}
+	case http.StatusForbidden:
+		if id != nil && id.User != nil {
+			pg.Summary = "You are signed in, but your account is not allowed to open this page."
+			pg.User = id.User.PreferredUsername
+			if pg.User == "" {
+				pg.User = id.User.Email
+			}
+		}
+		if routes && p.sessions != nil {
+			// To come back as someone else: the session's sign-out.
+			pg.SignOut = strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/logout"
+		}
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			pg.Retry = r.URL.RequestURI()
+		}
+	}
+	errorpage.Write(w, pg)
+}
+
+// authPageWriter turns the problem+json refusals of the /auth routes into
+// the sign-in's error page when the request is a navigation (a browser
+// coming back from the provider to the callback, or following a login
+// link): every refusal of the routes, present and future, gets it, while
+// their answers to programs stay byte for byte what they were.
+type authPageWriter struct {
+	http.ResponseWriter
+	a       *authRoutes
+	status  int // the refusal's status while it is held back, 0 otherwise
+	problem bytes.Buffer
+	// misconfigured: the provider refused the client itself (see
+	// markMisconfigured); signing in again cannot help.
+	misconfigured bool
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (pw *authPageWriter) Unwrap() http.ResponseWriter { return pw.ResponseWriter }
+
+// markMisconfigured tells the page of the refusal about to be written
+// that the provider refused this client's credentials.
+func markMisconfigured(w http.ResponseWriter) {
+	if pw, ok := w.(*authPageWriter); ok {
+		pw.misconfigured = true
+	}
+}
+
+func (pw *authPageWriter) WriteHeader(status int) {
+	if pw.status == 0 && status >= 400 && pw.Header().Get("Content-Type") == problem.ContentType {
+		pw.status = status // held back: finish writes the page
+		return
+	}
+	pw.ResponseWriter.WriteHeader(status)
+}
+
+func (pw *authPageWriter) Write(b []byte) (int, error) {
+	if pw.status != 0 {
+		return pw.problem.Write(b)
+	}
+	return pw.ResponseWriter.Write(b)
+}
+
+// finish writes the page of a held-back refusal.
+func (pw *authPageWriter) finish() {
+	if pw.status == 0 {
+		return
+	}
+	var d problem.Details
+	_ = json.Unmarshal(pw.problem.Bytes(), &d) // written by problem.Write: well-formed
+	h := pw.Header()
+	h.Del("Content-Length")
+	h.Del("Content-Type")
+	pg := errorpage.Page{Status: pw.status, Detail: d.Detail, Home: "/",
+		Title: "Sign-in failed", Summary: "The sign-in could not be completed."}
+	switch {
+	case pw.misconfigured:
+		pg.Title, pg.Summary = "Sign-in is misconfigured",
+			"The identity provider does not accept this site's sign-in configuration. Signing in again will not help: tell the site's operator."
+	case pw.status == http.StatusServiceUnavailable:
+		pg.Title, pg.Summary = "Sign-in unavailable", "The sign-in service is not ready. Try again in a moment."
+		pg.SignIn = pw.a.p.LoginURL("/")
+	default:
+		pg.SignIn = pw.a.p.LoginURL("/")
+	}
+	errorpage.Write(pw.ResponseWriter, pg)
+}
