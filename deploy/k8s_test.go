@@ -48,6 +48,10 @@ type deploymentSpec struct {
 				} `yaml:"configMap"`
 				Secret *struct {
 					SecretName string `yaml:"secretName"`
+					Items      []struct {
+						Key  string `yaml:"key"`
+						Path string `yaml:"path"`
+					} `yaml:"items"`
 				} `yaml:"secret"`
 			} `yaml:"volumes"`
 		} `yaml:"spec"`
@@ -60,6 +64,7 @@ type container struct {
 	Args  []string `yaml:"args"`
 	Env   []struct {
 		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
 		ValueFrom *struct {
 			SecretKeyRef *struct {
 				Name string `yaml:"name"`
@@ -234,18 +239,7 @@ func TestKubernetes(t *testing.T) {
 	byName := map[string]container{}
 	for _, c := range pod.Containers {
 		byName[c.Name] = c
-		sc := c.SecurityContext
-		nonRoot := (sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) ||
-			(sc.RunAsNonRoot == nil && pod.SecurityContext.RunAsNonRoot != nil && *pod.SecurityContext.RunAsNonRoot)
-		if !nonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
-			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || !slices.Contains(sc.Capabilities.Drop, "ALL") {
-			t.Errorf("container %s: securityContext must be non-root, read-only root, no privilege escalation, drop ALL: %+v", c.Name, sc)
-		}
-		for _, m := range []map[string]string{c.Resources.Requests, c.Resources.Limits} {
-			if m["cpu"] == "" || m["memory"] == "" {
-				t.Errorf("container %s: resources %+v need cpu and memory requests and limits", c.Name, c.Resources)
-			}
-		}
+		checkHardened(t, pod.SecurityContext.RunAsNonRoot, c)
 	}
 	px, sh := byName["idp-proxy"], byName["shortener"]
 	if px.Name == "" || sh.Name == "" || len(pod.Containers) != 2 {
