@@ -403,6 +403,16 @@ func checkShortenerChart(t *testing.T, objs []k8sObject) {
 			t.Errorf("--trust-identity-headers behind a NetworkPolicy admitting %v: want idp-proxy's pods only", np)
 		}
 	}
+	// Its drain fits in the grace period: SIGTERM, --drain-delay with
+	// /health 503, then --shutdown-timeout for in-flight requests.
+	drainFlag, _ := flagValue(sh.Args, "drain-delay")
+	shutdownFlag, _ := flagValue(sh.Args, "shutdown-timeout")
+	drain, err1 := time.ParseDuration(drainFlag)
+	shutdown, err2 := time.ParseDuration(shutdownFlag)
+	grace := time.Duration(spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second
+	if err1 != nil || err2 != nil || drain <= 0 || drain+shutdown >= grace {
+		t.Errorf("--drain-delay %q + --shutdown-timeout %q must be > 0 and below terminationGracePeriodSeconds %v", drainFlag, shutdownFlag, grace)
+	}
 	var svc serviceSpec
 	svcObj := only(t, objs, "Service")
 	if err := svcObj.Spec.Decode(&svc); err != nil || !selects(svc.Selector, labels) ||
