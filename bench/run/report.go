@@ -289,8 +289,13 @@ func (r *report) markdown(o options, png string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	mode := "full run"
-	if r.Smoke {
+	switch {
+	case r.Smoke:
 		mode = "smoke run (not meaningful as figures)"
+	case o.only != "" && o.keep:
+		mode = fmt.Sprintf("`-only %s -keep`: the other groups come from an earlier run, see Notes", o.only)
+	case o.only != "":
+		mode = fmt.Sprintf("`-only %s`", o.only)
 	}
 	p("# Benchmark results")
 	p("")
