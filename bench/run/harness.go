@@ -346,38 +346,55 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 				continue
 			}
 			// The same store without the redirect cache, to show the
-			// store's own cost (a bbolt file is locked by one process: the
-			// second one gets a copy).
+			// store's own cost, and without visit statistics, to show
+			// theirs (a bbolt file is locked by one process: the others
+			// get copies).
+			variant := func(name, suffix string, args ...string) (*proc, string) {
+				arg := storeArg
+				var err error
+				if st == "bolt" {
+					arg, err = copyBolt(storeArg, suffix)
+				}
+				var p *proc
+				var u string
+				if err == nil {
+					p, u, err = h.startShortener(name, arg, args...)
+				}
+				if err != nil {
+					h.rep.note("%s: %v", name, err)
+				}
+				return p, u
+			}
 			ncName := "shortener-nocache-" + st + "-" + label
-			ncArg := storeArg
-			if st == "bolt" {
-				ncArg, err = copyBolt(storeArg)
-			}
-			var nc *proc
-			var ncURL string
-			if err == nil {
-				nc, ncURL, err = h.startShortener(ncName, ncArg, "--cache-size", "0")
-			}
-			if err != nil {
-				h.rep.note("%s: %v", ncName, err)
-			}
+			nc, ncURL := variant(ncName, "nocache", "--cache-size", "0")
+			nsName := "shortener-nostats-" + st + "-" + label
+			ns, nsURL := variant(nsName, "nostats", "--visit-stats=false")
 			codes := hotCodes(n, 1000)
 			paths := make([]string, len(codes))
 			for i, c := range codes {
 				paths[i] = "/" + c
 			}
 			reqs, _ := writeRequests(h.o.work, "codes-"+st+"-"+label+".txt", paths, nil)
+			// Every request as a browser's: the statistics classify a real
+			// User-Agent and keep the referrer's host (without one, wrk's
+			// requests would all be bots with no dimensions).
+			hdrs := []string{"User-Agent: " + browserUA, "Referer: https://news.example/item?id=42"}
 			cases := []benchCase{
-				{Name: "const302", Proc: "const302", Load: load{URL: url302, Conns: 32, Script: rotate, Args: []string{reqs}}},
-				{Name: "shortener", Proc: name, Load: load{URL: surl, Conns: 32, Script: rotate, Args: []string{reqs}}},
+				{Name: "const302", Proc: "const302", Load: load{URL: url302, Conns: 32, Headers: hdrs, Script: rotate, Args: []string{reqs}}},
+				{Name: "shortener", Proc: name, Load: load{URL: surl, Conns: 32, Headers: hdrs, Script: rotate, Args: []string{reqs}}},
 			}
 			procs := []*proc{c302, sh}
+			if ns != nil {
+				cases = append(cases, benchCase{Name: "shortener-nostats", Proc: nsName, Load: load{URL: nsURL, Conns: 32, Headers: hdrs, Script: rotate, Args: []string{reqs}}})
+				procs = append(procs, ns)
+			}
 			if nc != nil {
-				cases = append(cases, benchCase{Name: "shortener-nocache", Proc: ncName, Load: load{URL: ncURL, Conns: 32, Script: rotate, Args: []string{reqs}}})
+				cases = append(cases, benchCase{Name: "shortener-nocache", Proc: ncName, Load: load{URL: ncURL, Conns: 32, Headers: hdrs, Script: rotate, Args: []string{reqs}}})
 				procs = append(procs, nc)
 			}
 			h.runGroup(ctx, fmt.Sprintf("redirect %s %s", st, label), cases, procs, "")
 			nc.stop()
+			ns.stop()
 			if n == h.o.sizes[0] {
 				h.runGroup(ctx, "create "+st, []benchCase{
 					{Name: "c1", Proc: name, Load: load{URL: surl + "/shorten", Conns: 1, Script: create}},
@@ -413,11 +430,14 @@ func (h *harness) startShortener(name, store string, extra ...string) (*proc, st
 	return p, u, nil
 }
 
-// copyBolt copies the bbolt file of a "bolt:PATH" store and returns the
-// copy's store value; the copy is removed with the original's directory.
-func copyBolt(storeArg string) (string, error) {
+// browserUA is the User-Agent of the redirect groups' requests.
+const browserUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
+
+// copyBolt copies the bbolt file of a "bolt:PATH" store to PATH-suffix.db
+// and returns the copy's store value; preload's cleanup removes it.
+func copyBolt(storeArg, suffix string) (string, error) {
 	src := strings.TrimPrefix(storeArg, "bolt:")
-	dst := strings.TrimSuffix(src, ".db") + "-copy.db"
+	dst := strings.TrimSuffix(src, ".db") + "-" + suffix + ".db"
 	in, err := os.Open(src)
 	if err != nil {
 		return "", err
@@ -469,7 +489,9 @@ func (h *harness) preload(ctx context.Context, st string, n int) (string, func()
 		}
 		return "bolt:" + path, func() {
 			_ = os.Remove(path)
-			_ = os.Remove(strings.TrimSuffix(path, ".db") + "-copy.db")
+			for _, suffix := range []string{"nocache", "nostats"} {
+				_ = os.Remove(strings.TrimSuffix(path, ".db") + "-" + suffix + ".db")
+			}
 		}, nil
 	default:
 		schema := "idp_bench_" + strings.ToLower(sizeLabel(n))

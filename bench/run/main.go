@@ -45,6 +45,7 @@ type options struct {
 	distinct int    // distinct valid tokens of the tokens groups
 	cacheSz  int    // idp-proxy's idp.verified_cache_size, 0: its default
 	peers    string // auto, on, off: build and run oauth2-proxy
+	keep     bool   // keep the previous results of the groups not run
 }
 
 func main() {
@@ -70,6 +71,7 @@ func run() error {
 	flag.IntVar(&o.distinct, "distinct", 0, "distinct valid tokens of the tokens groups (default 40000, 2000 with -smoke)")
 	flag.IntVar(&o.cacheSz, "cache", -1, "idp-proxy's idp.verified_cache_size when the tokens groups run (default: its own, 10000; with -smoke, -distinct/4); 0: its own")
 	flag.StringVar(&o.peers, "peers", "auto", `build and run oauth2-proxy: "on", "off", or "auto" (always in a full run; with -smoke only when its module is already in the module cache)`)
+	flag.BoolVar(&o.keep, "keep", false, "keep the samples of the groups this run does not measure (see -only) from the previous results.json in -out, so that the results page keeps them")
 	flag.Parse()
 	switch o.peers {
 	case "auto", "on", "off":
@@ -180,6 +182,11 @@ func run() error {
 		return ctx.Err()
 	}
 	rep.Elapsed = time.Since(started).Round(time.Second).String()
+	if o.keep {
+		if err := h.keepPrevious(filepath.Join(o.out, "results.json")); err != nil {
+			return fmt.Errorf("-keep: %w", err)
+		}
+	}
 	rep.summarize()
 	if err := rep.write(o); err != nil {
 		return err

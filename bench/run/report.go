@@ -210,12 +210,19 @@ func (r *report) ratiosAndTargets() {
 		if !ok {
 			continue
 		}
-		variant := "default, cache on"
-		if s.Case == "shortener-nocache" {
-			variant = "--cache-size 0"
+		variant := "default: cache on, statistics on"
+		switch s.Case {
+		case "shortener-nocache":
+			variant = "--cache-size 0, statistics on"
+		case "shortener-nostats":
+			variant = "--visit-stats=false"
 		}
 		v := add(s.Group+": "+s.Case+" / const302", s, base)
 		tgt(fmt.Sprintf("%s: redirects / constant 302 (%s)", s.Group, variant), "≥ 0.90", fmt.Sprintf("%.2f", v), v >= 0.9, fmt.Sprintf("%+.0f%%", (v/0.9-1)*100))
+		if off, ok := r.find(s.Group, "shortener-nostats"); ok && s.Case == "shortener" && off.CPUus > 0 {
+			add(s.Group+": shortener (statistics on) / shortener-nostats", s, off)
+			r.Ratios = append(r.Ratios, ratio{s.Group + ": CPU µs per redirect, statistics on − off", s.CPUus - off.CPUus})
+		}
 		if !strings.HasSuffix(s.Group, " 1M") {
 			continue
 		}
@@ -282,8 +289,13 @@ func (r *report) markdown(o options, png string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	mode := "full run"
-	if r.Smoke {
+	switch {
+	case r.Smoke:
 		mode = "smoke run (not meaningful as figures)"
+	case o.only != "" && o.keep:
+		mode = fmt.Sprintf("`-only %s -keep`: the other groups come from an earlier run, see Notes", o.only)
+	case o.only != "":
+		mode = fmt.Sprintf("`-only %s`", o.only)
 	}
 	p("# Benchmark results")
 	p("")
@@ -339,20 +351,24 @@ func (r *report) markdown(o options, png string) string {
 	p("")
 	p("## Results")
 	p("")
-	p("| group | case | conns | req/s | p50 ms | p99 ms | peak RSS (process) | GC per 1k req | rounds | problems |")
-	p("|---|---|---|---|---|---|---|---|---|---|")
+	p("| group | case | conns | req/s | p50 ms | p99 ms | CPU µs/req | peak RSS (process) | GC per 1k req | rounds | problems |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Summary {
 		conns := fmt.Sprint(s.Conns)
 		if s.Rate > 0 {
 			conns = fmt.Sprintf("open %d/s", s.Rate)
 		}
-		p("| %s | %s | %s | %.0f | %.3f | %.3f | %.1f MiB (%s) | %s | %d | %d |", s.Group, s.Case, conns, s.RPS, s.P50ms, s.P99ms,
-			float64(s.PeakKiB)/1024, s.Process, gcCell(s), s.Rounds, s.Problems)
+		cpu := "–"
+		if s.CPUus > 0 {
+			cpu = fmt.Sprintf("%.1f", s.CPUus)
+		}
+		p("| %s | %s | %s | %.0f | %.3f | %.3f | %s | %.1f MiB (%s) | %s | %d | %d |", s.Group, s.Case, conns, s.RPS, s.P50ms, s.P99ms,
+			cpu, float64(s.PeakKiB)/1024, s.Process, gcCell(s), s.Rounds, s.Problems)
 	}
 	p("")
 	p("Peak RSS is VmHWM of the process, reset before each measured case (`/proc/PID/clear_refs`), maximum over the rounds. For bbolt it includes the pages of the memory-mapped file that were read.")
 	p("")
-	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits); `shortener-nocache` = the same with `--cache-size 0`, so every redirect reads the store (for bbolt, a copy of the same file); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the section on many distinct tokens.")
+	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits), every request with a browser's User-Agent and a Referer (as the constant 302's), so visit statistics (on by default) classify and count each one; `shortener-nostats` = the same with `--visit-stats=false`; `shortener-nocache` = the same with statistics and `--cache-size 0`, so every redirect reads the store (for bbolt, copies of the same file); CPU µs/req = the process's user + system CPU time during the run over the requests answered (the budget of paths that do I/O: see bench/README.md); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the section on many distinct tokens.")
 	p("")
 	if len(r.Notes) > 0 {
 		p("## Notes")

@@ -7,6 +7,7 @@
 package faultnet
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	down   bool
 	closed bool
+	cut    []byte // CutAfter's pattern, until it matched
 	wg     sync.WaitGroup
 }
 
@@ -73,6 +75,30 @@ func (p *Proxy) Down() {
 	for c := range p.conns {
 		_ = c.Close()
 	}
+}
+
+// CutAfter arms a one-time fault: the next chunk a client sends that
+// contains pattern is forwarded to the target, then that client's
+// connection is closed, and whatever the target answers is dropped (its
+// side is closed once it answered). As a network that fails right after
+// delivering a request: a COMMIT that the database carries out and whose
+// acknowledgement never arrives.
+func (p *Proxy) CutAfter(pattern []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = bytes.Clone(pattern)
+}
+
+// cutNow reports whether chunk matches the armed CutAfter pattern, and
+// disarms it when it does.
+func (p *Proxy) cutNow(chunk []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut == nil || !bytes.Contains(chunk, p.cut) {
+		return false
+	}
+	p.cut = nil
+	return true
 }
 
 // Up accepts and forwards connections again.
@@ -163,14 +189,21 @@ func (p *Proxy) serve(c net.Conn) {
 	}
 	defer p.untrack(u)
 	var wg sync.WaitGroup
-	wg.Go(func() { p.pipe(u, c) })
-	p.pipe(c, u)
+	wg.Go(func() { p.pipe(u, c, true) })
+	p.pipe(c, u, false)
 	wg.Wait()
 }
 
-// pipe copies src to dst, holding each chunk while the proxy is frozen.
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
+// pipe copies src to dst, holding each chunk while the proxy is frozen;
+// fromClient is the direction CutAfter watches.
+func (p *Proxy) pipe(dst, src net.Conn, fromClient bool) {
+	closeBoth := true
+	defer func() {
+		if closeBoth {
+			_ = dst.Close()
+		}
+		_ = src.Close()
+	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -179,6 +212,12 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+			if fromClient && p.cutNow(buf[:n]) {
+				// The target's side stays open: the other pipe closes it
+				// when the answer arrives and cannot reach the client.
+				closeBoth = false
 				return
 			}
 		}

@@ -40,7 +40,7 @@ func (s *Service) visit(ctx context.Context, code string, count bool) (Link, err
 	}
 	if !l.Limited() {
 		if count {
-			s.visits.add(code)
+			s.visits.add(l.Code) // the cache's string, not the request's
 		}
 		return l, nil
 	}

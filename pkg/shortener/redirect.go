@@ -38,7 +38,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.svc.visitLog != nil && r.Method != http.MethodHead {
-		h.logVisit(code, r)
+		h.logVisit(l.Code, r)
 	}
 	// One allocation for both header values; the values are set directly
 	// (not with Header.Set and not with http.Redirect) so that Location is
@@ -84,14 +84,14 @@ func acceptsHTML(accept string) bool {
 		mediaQuality(accept, "text/html") >= mediaQuality(accept, "application/json")
 }
 
-// logVisit queues the visit for the statistics: the raw User-Agent and
-// Referer values (parsed, and dropped, by the flusher) and the country of
-// the client's address, looked up here so that the address goes no
-// further.
+// logVisit counts the visit for the statistics: the User-Agent and
+// Referer as the visit log classifies them, and the country of the
+// client's address, looked up here so that the address goes no further.
+// code is the link's own (the cache's string, not the request's).
 func (h *Handler) logVisit(code string, r *http.Request) {
 	var country string
 	if h.country != nil {
-		country = h.country(h.clientIP(r))
+		country = internCountry(h.country(h.clientIP(r)))
 	}
 	var ua, ref string
 	if v := r.Header["User-Agent"]; len(v) > 0 {
@@ -101,4 +101,19 @@ func (h *Handler) logVisit(code string, r *http.Request) {
 		ref = v[0]
 	}
 	h.svc.visitLog.add(code, ua, ref, country, h.svc.now().Unix())
+}
+
+// countryPairs holds every pair of upper-case letters ("AA", "AB", ...,
+// "ZZ"), so that internCountry returns a country code without keeping
+// the string a GeoIP lookup allocated for the request.
+const countryPairs = "AAABACADAEAFAGAHAIAJAKALAMANAOAPAQARASATAUAVAWAXAYAZBABBBCBDBEBFBGBHBIBJBKBLBMBNBOBPBQBRBSBTBUBVBWBXBYBZCACBCCCDCECFCGCHCICJCKCLCMCNCOCPCQCRCSCTCUCVCWCXCYCZDADBDCDDDEDFDGDHDIDJDKDLDMDNDODPDQDRDSDTDUDVDWDXDYDZEAEBECEDEEEFEGEHEIEJEKELEMENEOEPEQERESETEUEVEWEXEYEZFAFBFCFDFEFFFGFHFIFJFKFLFMFNFOFPFQFRFSFTFUFVFWFXFYFZGAGBGCGDGEGFGGGHGIGJGKGLGMGNGOGPGQGRGSGTGUGVGWGXGYGZHAHBHCHDHEHFHGHHHIHJHKHLHMHNHOHPHQHRHSHTHUHVHWHXHYHZIAIBICIDIEIFIGIHIIIJIKILIMINIOIPIQIRISITIUIVIWIXIYIZJAJBJCJDJEJFJGJHJIJJJKJLJMJNJOJPJQJRJSJTJUJVJWJXJYJZKAKBKCKDKEKFKGKHKIKJKKKLKMKNKOKPKQKRKSKTKUKVKWKXKYKZLALBLCLDLELFLGLHLILJLKLLLMLNLOLPLQLRLSLTLULVLWLXLYLZMAMBMCMDMEMFMGMHMIMJMKMLMMMNMOMPMQMRMSMTMUMVMWMXMYMZNANBNCNDNENFNGNHNINJNKNLNMNNNONPNQNRNSNTNUNVNWNXNYNZOAOBOCODOEOFOGOHOIOJOKOLOMONOOOPOQOROSOTOUOVOWOXOYOZPAPBPCPDPEPFPGPHPIPJPKPLPMPNPOPPPQPRPSPTPUPVPWPXPYPZQAQBQCQDQEQFQGQHQIQJQKQLQMQNQOQPQQQRQSQTQUQVQWQXQYQZRARBRCRDRERFRGRHRIRJRKRLRMRNRORPRQRRRSRTRURVRWRXRYRZSASBSCSDSESFSGSHSISJSKSLSMSNSOSPSQSRSSSTSUSVSWSXSYSZTATBTCTDTETFTGTHTITJTKTLTMTNTOTPTQTRTSTTTUTVTWTXTYTZUAUBUCUDUEUFUGUHUIUJUKULUMUNUOUPUQURUSUTUUUVUWUXUYUZVAVBVCVDVEVFVGVHVIVJVKVLVMVNVOVPVQVRVSVTVUVVVWVXVYVZWAWBWCWDWEWFWGWHWIWJWKWLWMWNWOWPWQWRWSWTWUWVWWWXWYWZXAXBXCXDXEXFXGXHXIXJXKXLXMXNXOXPXQXRXSXTXUXVXWXXXYXZYAYBYCYDYEYFYGYHYIYJYKYLYMYNYOYPYQYRYSYTYUYVYWYXYYYZZAZBZCZDZEZFZGZHZIZJZKZLZMZNZOZPZQZRZSZTZUZVZWZXZYZZ"
+
+// internCountry returns c as a substring of one shared string when it is
+// two upper-case letters (an ISO 3166-1 alpha-2 code), else c.
+func internCountry(c string) string {
+	if len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z' {
+		return c
+	}
+	i := (int(c[0]-'A')*26 + int(c[1]-'A')) * 2
+	return countryPairs[i : i+2]
 }

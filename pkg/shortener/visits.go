@@ -22,8 +22,9 @@ const visitShards = 64
 //
 // Durability: counts not yet written are lost when the process dies, so a
 // crash loses at most one interval of visits (plus a flush that was being
-// written). A failed write is retried at the next interval; counts are
-// dropped only when the store is closed.
+// written). A failed write is retried at the next interval under the same
+// batch ID (see VisitBatchID); counts are dropped only when the store is
+// closed.
 type visitCounter struct {
 	store    Store
 	interval time.Duration
@@ -32,12 +33,16 @@ type visitCounter struct {
 	shards   [visitShards]visitShard
 	armed    atomic.Bool
 
-	mu     sync.Mutex // guards timer, closed and inflight
+	mu     sync.Mutex // guards timer, closed, inflight and retry
 	timer  *time.Timer
 	closed bool
 	// inflight holds the counts being written, so that pending still
 	// sees them until the store has them.
 	inflight map[string]int64
+	// retry holds the counts of a failed write, written again under
+	// retryID at the next flush.
+	retry   map[string]int64
+	retryID VisitBatchID
 
 	flushMu sync.Mutex // one flush at a time
 }
@@ -67,19 +72,6 @@ func (c *visitCounter) add(code string) {
 	sh.mu.Unlock()
 	if !c.armed.Load() {
 		c.arm()
-	}
-}
-
-// addNLocked adds the counts of a failed flush back; c.mu is held.
-func (c *visitCounter) addNLocked(counts map[string]int64) {
-	for code, n := range counts {
-		sh := c.shard(code)
-		sh.mu.Lock()
-		if sh.m == nil {
-			sh.m = make(map[string]int64)
-		}
-		sh.m[code] += n
-		sh.mu.Unlock()
 	}
 }
 
@@ -127,36 +119,49 @@ func (c *visitCounter) take() map[string]int64 {
 }
 
 // flush writes the pending counts to the store. While they are being
-// written they stay visible to pending (as inflight); a failed write puts
-// them back, in the same critical section, for the next flush.
+// written they stay visible to pending (as inflight). A failed write is
+// kept as it is, with its batch ID, and written again alone at the next
+// flush before anything newer (a store that committed it but lost the
+// acknowledgement then recognises it and does not count it twice).
 func (c *visitCounter) flush(ctx context.Context) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
-	c.mu.Lock()
-	batch := c.take()
-	c.inflight = batch
-	c.mu.Unlock()
-	if len(batch) == 0 {
-		return nil
+	for {
+		c.mu.Lock()
+		batch, id, again := c.retry, c.retryID, c.retry != nil
+		if !again {
+			batch, id = c.take(), newVisitBatchID()
+		}
+		c.retry = nil
+		c.inflight = batch
+		c.mu.Unlock()
+		if len(batch) == 0 {
+			c.mu.Lock()
+			c.inflight = nil
+			c.mu.Unlock()
+			return nil
+		}
+		err := c.store.AddVisits(WithVisitBatch(ctx, id), batch)
+		c.mu.Lock()
+		retry := err != nil && !c.closed && !errors.Is(err, ErrClosed)
+		if retry {
+			c.retry, c.retryID = batch, id
+		}
+		c.inflight = nil
+		c.mu.Unlock()
+		switch {
+		case err == nil && again:
+			continue // then the counts taken since
+		case err == nil:
+			return nil
+		case retry:
+			c.log.ErrorContext(ctx, "shortener: write visit counts; retrying at the next flush", "links", len(batch), "err", err)
+			c.arm()
+		default:
+			c.log.WarnContext(ctx, "shortener: visit counts dropped", "links", len(batch), "err", err)
+		}
+		return err
 	}
-	err := c.store.AddVisits(ctx, batch)
-	c.mu.Lock()
-	retry := err != nil && !c.closed && !errors.Is(err, ErrClosed)
-	if retry {
-		c.addNLocked(batch)
-	}
-	c.inflight = nil
-	c.mu.Unlock()
-	switch {
-	case err == nil:
-		return nil
-	case retry:
-		c.log.ErrorContext(ctx, "shortener: write visit counts; retrying at the next flush", "links", len(batch), "err", err)
-		c.arm()
-	default:
-		c.log.WarnContext(ctx, "shortener: visit counts dropped", "links", len(batch), "err", err)
-	}
-	return err
 }
 
 // pending returns the visits of code counted here and not yet in the
@@ -168,7 +173,7 @@ func (c *visitCounter) pending(code string) int64 {
 	sh.mu.Lock()
 	n := sh.m[code]
 	sh.mu.Unlock()
-	return n + c.inflight[code]
+	return n + c.inflight[code] + c.retry[code]
 }
 
 // drop forgets the pending visits of code (its link was deleted).
@@ -177,6 +182,9 @@ func (c *visitCounter) drop(code string) {
 	sh.mu.Lock()
 	delete(sh.m, code)
 	sh.mu.Unlock()
+	c.mu.Lock()
+	delete(c.retry, code)
+	c.mu.Unlock()
 }
 
 // close stops the timer and writes what is pending.

@@ -24,7 +24,14 @@ type VisitEvent struct {
 	Country string
 	// Bot reports a crawler, link-preview fetcher or HTTP library.
 	Bot bool
+	// Count is the number of visits this event stands for: the Service
+	// writes the visits of one link in one second with the same
+	// dimensions as one event. [0 counts as 1]
+	Count int64
 }
+
+// Visits is e.Count, or 1 when it is 0.
+func (e *VisitEvent) Visits() int64 { return max(e.Count, 1) }
 
 // StatsQuery selects the visits of one link: From (inclusive) to To
 // (exclusive), in buckets of a day (UTC) or, with ByHour, an hour.
@@ -67,9 +74,12 @@ const MaxBreakdown = 100
 // daily aggregates, updated by RecordVisits in the same write, are kept
 // until the link is deleted (Delete removes both).
 type VisitStatsStore interface {
-	// RecordVisits stores the events and adds them to the daily
-	// aggregates, atomically, in one write where the backend allows.
-	// Events of codes without a link are dropped.
+	// RecordVisits stores the events (each standing for Visits() visits)
+	// and adds them to the daily aggregates, atomically, in one write
+	// where the backend allows. Events of codes without a link are
+	// dropped. A batch whose ctx carries an ID (VisitBatchFrom) that the
+	// store has recorded is not written again. The events are not kept
+	// after the call.
 	RecordVisits(ctx context.Context, events []VisitEvent) error
 	// PruneVisits drops the raw visits before t (not the aggregates).
 	PruneVisits(ctx context.Context, before time.Time) error

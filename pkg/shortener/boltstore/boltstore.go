@@ -44,9 +44,11 @@ var (
 // bucket and the owner index; 3 the visit statistics buckets (visitlog,
 // visitdays: see visits.go); 4 grouped raw visits (one visitlog entry per
 // link and hour of a batch; the per-visit entries of schema 3 are read as
-// they are, so a schema 3 file needs only its version changed). A binary
-// of schema 3 refuses a file of schema 4 rather than misreading it.
-const schemaVersion = 4
+// they are, so a schema 3 file needs only its version changed); 5 counted
+// items in them (the visits of one second with the same dimensions: read
+// alongside the older entries, so again only the version changes). A
+// binary refuses a file of a newer schema rather than misreading it.
+const schemaVersion = 5
 
 // Options configure Open. Zero values get the defaults in brackets.
 type Options struct {

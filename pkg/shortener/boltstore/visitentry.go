@@ -76,9 +76,15 @@ func decodeDimsPrefix(v []byte, e *shortener.VisitEvent) ([]byte, error) {
 	return v, nil
 }
 
-// visitGroup is the first byte of a visitlog value holding a group of
-// visits (schema 4); a schema 3 value (one visit) starts with 0 or 1.
-const visitGroup = 2
+// The first byte of a visitlog value: visitGroup (schema 4) for a group
+// of visits, each item uvarint(seconds after the key's time), then
+// encodeDims; visitCounted (schema 5) for a group of counted items, each
+// uvarint(seconds after the key's time), uvarint(visits), encodeDims. A
+// schema 3 value (one visit) starts with 0 or 1 (encodeDims).
+const (
+	visitGroup   = 2
+	visitCounted = 3
+)
 
 // hourOf is the UTC hour of Unix seconds u (hours since the epoch).
 func hourOf(u int64) int64 {
@@ -89,29 +95,50 @@ func hourOf(u int64) int64 {
 	return h
 }
 
-// decodeVisitLog calls fn with the time (Unix seconds) and dimensions of
-// each visit of the visitlog entry whose key's time is at (Unix seconds)
-// and value v, in the entry's order. e's Code is left as it is.
-func decodeVisitLog(at int64, v []byte, e *shortener.VisitEvent, fn func(t int64) error) error {
+// nextVisitItem parses the item at the start of rest, the items of a
+// visitlog value of kind (visitGroup or visitCounted), into e: it returns
+// the item's offset from the key's time, its visits and what follows.
+func nextVisitItem(kind byte, rest []byte, e *shortener.VisitEvent) (d, n int64, next []byte, err error) {
+	off, k := binary.Uvarint(rest)
+	if k <= 0 || off >= 3600 {
+		return 0, 0, nil, errCorruptVisit
+	}
+	rest, n = rest[k:], 1
+	if kind == visitCounted {
+		c, k := binary.Uvarint(rest)
+		if k <= 0 || c == 0 || c > 1<<62 {
+			return 0, 0, nil, errCorruptVisit
+		}
+		rest, n = rest[k:], int64(c)
+	}
+	if next, err = decodeDimsPrefix(rest, e); err != nil {
+		return 0, 0, nil, err
+	}
+	return int64(off), n, next, nil
+}
+
+// decodeVisitLog calls fn with the time (Unix seconds), the number of
+// visits and the dimensions (in e) of each item of the visitlog entry
+// whose key's time is at (Unix seconds) and value v, in the entry's
+// order. e's Code is left as it is.
+func decodeVisitLog(at int64, v []byte, e *shortener.VisitEvent, fn func(t, n int64) error) error {
 	if len(v) == 0 {
 		return errCorruptVisit
 	}
-	if v[0] != visitGroup { // schema 3: one visit
+	kind := v[0]
+	if kind != visitGroup && kind != visitCounted { // schema 3: one visit
 		if err := decodeDims(v, e); err != nil {
 			return err
 		}
-		return fn(at)
+		return fn(at, 1)
 	}
 	for v = v[1:]; len(v) > 0; {
-		d, k := binary.Uvarint(v)
-		if k <= 0 || d >= 3600 {
-			return errCorruptVisit
-		}
-		var err error
-		if v, err = decodeDimsPrefix(v[k:], e); err != nil {
+		d, n, next, err := nextVisitItem(kind, v, e)
+		if err != nil {
 			return err
 		}
-		if err := fn(at + int64(d)); err != nil {
+		v = next
+		if err := fn(at+d, n); err != nil {
 			return err
 		}
 	}

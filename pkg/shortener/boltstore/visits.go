@@ -21,13 +21,16 @@ import (
 //   - visitlog: codePrefix, sortable Unix seconds (8 bytes), a sequence
 //     number (8 bytes) → raw visits, dropped by PruneVisits. Since schema
 //     4 an entry holds the visits of one link of one batch in one UTC
-//     hour (one insert per link and hour instead of one per visit): the
-//     byte visitGroup, then for each visit uvarint(its Unix seconds minus
-//     the key's), encodeDims. The key's time is the earliest visit's, so
-//     every visit of an entry is at or after it and within its hour.
-//     Schema 3 wrote one entry per visit (the key's time being the
-//     visit's, the value encodeDims alone, whose first byte is 0 or 1);
-//     such entries are read as they are.
+//     hour (one insert per link and hour instead of one per visit); since
+//     schema 5 each of its items is the number of visits of one second
+//     with the same dimensions (the Service aggregates them in memory):
+//     the byte visitCounted, then for each item uvarint(its Unix seconds
+//     minus the key's), uvarint(its visits), encodeDims. The key's time
+//     is the earliest item's, so every item of an entry is at or after it
+//     and within its hour. Schema 4 wrote the byte visitGroup and items
+//     without the count (one visit each), schema 3 one entry per visit
+//     (the key's time being the visit's, the value encodeDims alone,
+//     whose first byte is 0 or 1); such entries are read as they are.
 //   - visitdays: codePrefix, the day's sortable Unix seconds (8 bytes),
 //     the dimensions → the number of visits (8 bytes). Kept.
 var (
@@ -161,7 +164,7 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 			arena = binary.BigEndian.AppendUint64(arena, sortableTime(e.At))
 			arena = binary.BigEndian.AppendUint64(arena, seq)
 			mid := len(arena)
-			arena = append(arena, visitGroup)
+			arena = append(arena, visitCounted)
 			// The run's visits are of one day; consecutive visits with the
 			// same dimensions are counted before one look-up in days.
 			dk = append(dk[:0], arena[start:start+plen]...)
@@ -184,17 +187,19 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 				if f.Code != e.Code || hourOf(t) != hour {
 					break
 				}
+				c := uint64(f.Visits())
 				arena = binary.AppendUvarint(arena, uint64(t-at))
+				arena = binary.AppendUvarint(arena, c)
 				d := len(arena)
 				arena = encodeDims(arena, f)
 				if n > 0 && bytes.Equal(arena[d:], prev) {
-					n++
+					n += c
 					continue
 				}
 				if n > 0 {
 					addDay()
 				}
-				prev, n = arena[d:len(arena):len(arena)], 1
+				prev, n = arena[d:len(arena):len(arena)], c
 			}
 			addDay()
 			if err := vl.Put(arena[start:mid:mid], arena[mid:len(arena):len(arena)]); err != nil {
@@ -290,21 +295,18 @@ func pruneEntry(at int64, v []byte, before time.Time) ([]byte, error) {
 	if len(v) == 0 {
 		return nil, errCorruptVisit
 	}
-	if v[0] != visitGroup { // schema 3: one visit, at the key's time
+	kind := v[0]
+	if kind != visitGroup && kind != visitCounted { // schema 3: one visit, at the key's time
 		return nil, nil
 	}
-	kept := []byte{visitGroup}
+	kept := []byte{kind}
 	var e shortener.VisitEvent
 	for rest := v[1:]; len(rest) > 0; {
-		d, k := binary.Uvarint(rest)
-		if k <= 0 || d >= 3600 {
-			return nil, errCorruptVisit
-		}
-		next, err := decodeDimsPrefix(rest[k:], &e)
+		d, _, next, err := nextVisitItem(kind, rest, &e)
 		if err != nil {
 			return nil, err
 		}
-		if !time.Unix(at+int64(d), 0).Before(before) {
+		if !time.Unix(at+d, 0).Before(before) {
 			kept = append(kept, rest[:len(rest)-len(next)]...)
 		}
 		rest = next
@@ -347,10 +349,10 @@ func (s *Store) VisitStats(ctx context.Context, code string, q shortener.StatsQu
 			at := timeOfSortable(binary.BigEndian.Uint64(k[len(prefix):]))
 			if q.ByHour {
 				e := shortener.VisitEvent{Code: code}
-				err := decodeVisitLog(at.Unix(), v, &e, func(t int64) error {
+				err := decodeVisitLog(at.Unix(), v, &e, func(t, n int64) error {
 					if t >= fromU && t < toU {
 						e.At = time.Unix(t, 0).UTC()
-						acc.Add(e, 1)
+						acc.Add(e, n)
 					}
 					return nil
 				})

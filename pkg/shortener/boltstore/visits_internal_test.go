@@ -162,7 +162,7 @@ func TestDecodeVisitLogCorrupt(t *testing.T) {
 		"schema 3, tail": append(encodeDims(nil, &e), 0),
 	} {
 		var got shortener.VisitEvent
-		if err := decodeVisitLog(0, v, &got, func(int64) error { return nil }); !errors.Is(err, errCorruptVisit) {
+		if err := decodeVisitLog(0, v, &got, func(int64, int64) error { return nil }); !errors.Is(err, errCorruptVisit) {
 			t.Errorf("%s: %v, want errCorruptVisit", name, err)
 		}
 		// Pruning deletes a schema 3 entry before t unread; it reads the
@@ -172,7 +172,7 @@ func TestDecodeVisitLogCorrupt(t *testing.T) {
 		}
 	}
 	var n int
-	if err := decodeVisitLog(0, good, &e, func(t int64) error { n++; return nil }); err != nil || n != 1 {
+	if err := decodeVisitLog(0, good, &e, func(t, _ int64) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("good entry: %v, %d visits", err, n)
 	}
 }

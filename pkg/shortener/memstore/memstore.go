@@ -219,8 +219,8 @@ func (s *Store) RecordVisits(_ context.Context, events []shortener.VisitEvent) e
 		}
 		s.visits = append(s.visits, e)
 		day := e
-		day.At = shortener.BucketStart(e.At, false)
-		s.days[day]++
+		day.At, day.Count = shortener.BucketStart(e.At, false), 0
+		s.days[day] += e.Visits()
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func (s *Store) VisitStats(_ context.Context, code string, q shortener.StatsQuer
 	if q.ByHour {
 		for _, e := range s.visits {
 			if e.Code == code && in(e.At) {
-				acc.Add(e, 1)
+				acc.Add(e, e.Visits())
 			}
 		}
 	} else {

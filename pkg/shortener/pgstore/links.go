@@ -99,7 +99,8 @@ const deadlockDetected = "40P01"
 
 // AddVisits adds the counts in one statement, rows locked in code order
 // (replicas flushing at the same time then wait for each other instead of
-// deadlocking).
+// deadlocking); with a batch ID in ctx, in a transaction that records it,
+// and a batch already written is skipped (see markBatch).
 func (s *Store) AddVisits(ctx context.Context, counts map[string]int64) error {
 	if len(counts) == 0 {
 		return nil
@@ -118,8 +119,23 @@ func (s *Store) AddVisits(ctx context.Context, counts map[string]int64) error {
 		UPDATE shortener_links l SET visits = l.visits + v.n FROM v, locked
 		WHERE l.code = v.code AND locked.code = l.code`
 	var err error
+	_, batched := shortener.VisitBatchFrom(ctx)
 	for range 3 {
-		if _, err = s.pool.Exec(ctx, q, codes, ns); err == nil {
+		if batched {
+			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				if fresh, err := markBatch(ctx, tx); err != nil || !fresh {
+					return err
+				}
+				_, err := tx.Exec(ctx, q, codes, ns)
+				return err
+			})
+		} else {
+			_, err = s.pool.Exec(ctx, q, codes, ns)
+		}
+		if err == nil {
+			if batched {
+				s.pruneBatches(ctx)
+			}
 			return nil
 		}
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || pgErr.Code != deadlockDetected {

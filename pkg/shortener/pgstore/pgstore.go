@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,8 +35,9 @@ import (
 
 // Store is a PostgreSQL-backed shortener.Store.
 type Store struct {
-	pool      *pgxpool.Pool
-	closeOnce sync.Once
+	pool        *pgxpool.Pool
+	closeOnce   sync.Once
+	batchPruned atomic.Int64 // Unix nanoseconds of the last pruneBatches
 }
 
 var _ shortener.Store = (*Store)(nil)

@@ -55,7 +55,7 @@ func countsOf(events []shortener.VisitEvent) ([]countKey, []int64) {
 		if !e.Bot {
 			k.referrer, k.device, k.browser, k.country = e.ReferrerHost, e.Device, e.Browser, e.Country
 		}
-		visits[k]++
+		visits[k] += e.Visits()
 	}
 	m := map[countKey]int64{}
 	for v, n := range visits {
@@ -102,26 +102,29 @@ func countsOf(events []shortener.VisitEvent) ([]countKey, []int64) {
 	return keys, ns
 }
 
-// RecordVisits inserts the events of existing links and adds them to
-// shortener_visit_counts, in one transaction.
+// RecordVisits inserts the events of existing links (a row per event,
+// visits its count) and adds them to shortener_visit_counts, in one
+// transaction; with a batch ID in ctx, a batch already written is
+// skipped (see markBatch).
 func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
 	n := len(events)
 	codes, refs, devs, brs, ctrs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ats, bots := make([]time.Time, n), make([]bool, n)
-	for i, e := range events {
-		codes[i], ats[i], refs[i], devs[i], brs[i], ctrs[i], bots[i] = e.Code, e.At, e.ReferrerHost, e.Device, e.Browser, e.Country, e.Bot
+	ats, bots, cnts := make([]time.Time, n), make([]bool, n), make([]int64, n)
+	for i := range events {
+		e := &events[i]
+		codes[i], ats[i], refs[i], devs[i], brs[i], ctrs[i], bots[i], cnts[i] = e.Code, e.At, e.ReferrerHost, e.Device, e.Browser, e.Country, e.Bot, e.Visits()
 	}
 	keys, ns := countsOf(events)
 	kc, kh, kb, kd, kv := make([]string, len(keys)), make([]bool, len(keys)), make([]time.Time, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		kc[i], kh[i], kb[i], kd[i], kv[i] = k.code, k.hourly, k.bucket, string(rune(k.dim)), k.value
 	}
-	const insVisits = `INSERT INTO shortener_visits (code, at, referrer_host, device, browser, country, bot)
-		SELECT v.* FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[])
-			AS v(code, at, referrer_host, device, browser, country, bot)
+	const insVisits = `INSERT INTO shortener_visits (code, at, referrer_host, device, browser, country, bot, visits)
+		SELECT v.* FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::bigint[])
+			AS v(code, at, referrer_host, device, browser, country, bot, visits)
 		WHERE EXISTS (SELECT 1 FROM shortener_links l WHERE l.code = v.code)`
 	const upsertCounts = `INSERT INTO shortener_visit_counts (code, hourly, bucket, dim, value, visits)
 		SELECT v.code, v.hourly, v.bucket, v.dim::"char", v.value, v.n
@@ -133,13 +136,17 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	var err error
 	for range 3 {
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, insVisits, codes, ats, refs, devs, brs, ctrs, bots); err != nil {
+			if fresh, err := markBatch(ctx, tx); err != nil || !fresh {
+				return err
+			}
+			if _, err := tx.Exec(ctx, insVisits, codes, ats, refs, devs, brs, ctrs, bots, cnts); err != nil {
 				return err
 			}
 			_, err := tx.Exec(ctx, upsertCounts, kc, kh, kb, kd, kv, ns)
 			return err
 		})
 		if err == nil {
+			s.pruneBatches(ctx)
 			return nil
 		}
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || (pgErr.Code != deadlockDetected && pgErr.Code != foreignKeyViolation) {

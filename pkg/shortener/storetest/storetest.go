@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"ConcurrentEditAndVisits", testConcurrentEditAndVisits},
 		{"VisitStats", testVisitStats},
 		{"VisitStatsBusyBatch", testVisitStatsBusyBatch},
+		{"VisitStatsCounted", testVisitStatsCounted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
