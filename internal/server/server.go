@@ -26,6 +26,10 @@ type Options struct {
 	TLSCertFile       string        // with TLSKeyFile, serve HTTPS
 	TLSKeyFile        string
 	TLSMinVersion     uint16 // [tls.VersionTLS12]
+	// TLSConfig, when set, gives the TLS listeners their certificates
+	// (GetCertificate: ACME) and protocols in place of the files;
+	// TLSMinVersion still applies. [nil]
+	TLSConfig *tls.Config
 	// DrainDelay is how long the listeners keep accepting after the stop
 	// signal (a stop with Drain set), while readiness already reports
 	// not ready, so that load balancers stop sending new requests before
@@ -47,8 +51,13 @@ type Options struct {
 // New returns an http.Server for h with the timeouts of o applied.
 func New(h http.Handler, o Options) *http.Server {
 	o = o.withDefaults()
+	tc := &tls.Config{}
+	if o.TLSConfig != nil {
+		tc = o.TLSConfig.Clone()
+	}
+	tc.MinVersion = o.TLSMinVersion
 	return &http.Server{
-		TLSConfig:         &tls.Config{MinVersion: o.TLSMinVersion},
+		TLSConfig:         tc,
 		Handler:           h,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,

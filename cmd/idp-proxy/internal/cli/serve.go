@@ -35,7 +35,7 @@ func newServeCmd(d deps, g *globalFlags, load loadFunc) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the proxy",
 		Long: `serve runs the proxy on listen (HTTPS when tls.cert_file and tls.key_file
-are set) and the operations endpoints /healthz (/ping), /readyz (/ready) and
+are set, or with certificates by ACME for tls.acme.domains) and the operations endpoints /healthz (/ping), /readyz (/ready) and
 /metrics on metrics_listen. It starts even when the identity provider is
 down: protected routes answer 503 until its keys are loaded.
 
@@ -278,13 +278,30 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	if err != nil {
 		return fmt.Errorf("idp-proxy: listen: %w", err)
 	}
-	tls := cfg.TLS.CertFile != ""
-	listeners := []server.Listener{{Name: "proxy", Listener: ln, Handler: rn.rl, TLS: tls}}
+	listeners := []server.Listener{{Name: "proxy", Listener: ln, Handler: rn.rl, TLS: cfg.TLS.Enabled()}}
+	var acme *acmeCerts
+	if cfg.TLS.ACME.Enabled() {
+		if acme, err = newACME(cfg, minTLS); err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer acme.close()
+		if acme.http != nil {
+			hln, err := lc.Listen(ctx, "tcp", cfg.TLS.ACME.HTTPListen)
+			if err != nil {
+				_ = ln.Close()
+				return fmt.Errorf("idp-proxy: listen for ACME HTTP-01 (tls.acme.http_listen): %w", err)
+			}
+			listeners = append(listeners, server.Listener{Name: "acme-http", Listener: hln, Handler: acme.http})
+		}
+	}
 	opsAddr := ""
 	if cfg.MetricsListen != "" {
 		mln, err := lc.Listen(ctx, "tcp", cfg.MetricsListen)
 		if err != nil {
-			_ = ln.Close()
+			for _, l := range listeners {
+				_ = l.Listener.Close()
+			}
 			return fmt.Errorf("idp-proxy: listen for metrics: %w", err)
 		}
 		opsAddr = mln.Addr().String()
@@ -318,6 +335,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		TLSCertFile:       cfg.TLS.CertFile,
 		TLSKeyFile:        cfg.TLS.KeyFile,
 		TLSMinVersion:     minTLS,
+		TLSConfig:         acme.tlsConfig(),
 		Logger:            log,
 	}, listeners...)
 	if err != nil {

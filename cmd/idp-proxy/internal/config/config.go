@@ -131,14 +131,20 @@ type Server struct {
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"` // [25s]
 }
 
-// TLS enables HTTPS on the proxy listener when both files are set.
+// TLS enables HTTPS on the proxy listener: with certificate files when
+// both are set, or with certificates obtained by ACME (exclusive).
 type TLS struct {
 	CertFile string `mapstructure:"cert_file"`
 	KeyFile  string `mapstructure:"key_file"`
 	// MinVersion is the oldest TLS version accepted: "1.2" or "1.3".
 	// ["1.2"]
 	MinVersion string `mapstructure:"min_version"`
+	// ACME obtains and renews the certificates automatically. [off]
+	ACME ACME `mapstructure:"acme"`
 }
+
+// Enabled reports whether the proxy listener serves HTTPS.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.ACME.Enabled() }
 
 // MinTLSVersion returns tls.min_version as a crypto/tls constant.
 func (t TLS) MinTLSVersion() (uint16, error) {
@@ -206,7 +212,7 @@ func Default() File {
 			DrainDelay:        5 * time.Second,
 			ShutdownTimeout:   25 * time.Second,
 		},
-		TLS:         TLS{MinVersion: "1.2"},
+		TLS:         TLS{MinVersion: "1.2", ACME: ACME{DirectoryURL: DefaultACMEDirectory, Cache: ACMECacheDir}},
 		Log:         Log{Format: "json", Level: "info"},
 		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
 		Tracing:     Tracing{TrustedCIDRs: []string{}},

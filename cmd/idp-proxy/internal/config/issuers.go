@@ -84,7 +84,7 @@ func (f File) locate(err error) error {
 			key := fmt.Sprintf("idp.issuers[%d].%s", ice.Index, ice.Field)
 			leaves[i] = &KeyError{Key: key, Err: f.at(key, e)}
 			changed = true
-		case errors.As(e, &ke) && (routeIssuersKey.MatchString(ke.Key) || ke.Key == "idp.issuer_name"):
+		case errors.As(e, &ke) && (routeIssuersKey.MatchString(ke.Key) || ke.Key == "idp.issuer_name" || strings.HasPrefix(ke.Key, "tls.")):
 			leaves[i] = &KeyError{Key: ke.Key, Also: ke.Also, Err: f.at(ke.Key, ke.Err)}
 			changed = true
 		}
