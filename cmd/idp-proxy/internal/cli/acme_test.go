@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
@@ -210,5 +212,62 @@ func waitForWithin(t *testing.T, what string, within time.Duration, ok func() bo
 			t.Fatalf("%s did not happen within %s", what, within)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// With tls.acme.cache: redis, replicas share the account and the
+// certificate: the first replica orders it, a second one (a replica
+// started later, or a restart) serves the same certificate from Redis
+// without an order of its own.
+func TestACMERedisCacheSharedByReplicas(t *testing.T) {
+	ru := os.Getenv("TEST_REDIS_URL")
+	if ru == "" {
+		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
+			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
+		}
+		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0)")
+	}
+	idpSrv := idptest.NewServer(t)
+	listenA, listenB := freeAddr(t), freeAddr(t)
+	p := startPebble(t, pebbleOptions{TLSPort: portOf(t, listenA), HTTPPort: portOf(t, freeAddr(t))})
+	upstream := healthUpstream(t)
+	prefix := fmt.Sprintf("idp-test-acme-%d:", time.Now().UnixNano())
+	t.Cleanup(func() { deleteRedisPrefix(t, ru, prefix) })
+	replica := func(listen string) string {
+		return withListen(t, acmeConfig(t, idpSrv, upstream, listen, p,
+			fmt.Sprintf("    cache: redis\nsession: {redis_url: %q, redis_prefix: %q}\n", ru, prefix)), listen)
+	}
+	startServe(t, nil, "-c", replica(listenA))
+	first := serverCert(t, listenA, p.roots)
+
+	startServe(t, nil, "-c", replica(listenB))
+	second := serverCert(t, listenB, p.roots)
+	if second.SerialNumber.Cmp(first.SerialNumber) != 0 {
+		t.Fatalf("the second replica serves another certificate (serial %x, first %x)", second.SerialNumber, first.SerialNumber)
+	}
+	if n := p.orders(); n != 1 {
+		t.Fatalf("orders for two replicas: %d, want 1", n)
+	}
+	if code := httpsGet(t, listenB, "/health", p.roots); code != http.StatusOK {
+		t.Fatalf("GET https://%s/health on the second replica: %d", acmeDomain, code)
+	}
+}
+
+// deleteRedisPrefix removes the keys a test left under prefix.
+func deleteRedisPrefix(t *testing.T, ru, prefix string) {
+	opts, err := redis.ParseURL(ru)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, prefix+"*").Result()
+	if err == nil && len(keys) > 0 {
+		err = rdb.Del(ctx, keys...).Err()
+	}
+	if err != nil {
+		t.Errorf("cleaning Redis: %v", err)
 	}
 }

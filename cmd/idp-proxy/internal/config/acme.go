@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/acme/autocert"
 )
 
@@ -115,8 +116,15 @@ func (f File) validateACME(bad, missing func([]string, string, ...any)) {
 		if a.CacheDir != "" {
 			bad(keys("tls.acme.cache_dir", "tls.acme.cache"), "tls.acme.cache_dir is for tls.acme.cache: dir, not redis")
 		}
-		if f.Session.RedisURL == "" {
+		switch {
+		case f.Session.RedisURL == "":
 			missing(keys("session.redis_url"), "tls.acme.cache: redis needs session.redis_url (the Redis the replicas share)")
+		case f.Session.Enabled && f.Session.Store == StoreRedis:
+			// checked with the session section
+		default:
+			if _, err := redis.ParseURL(f.Session.RedisURL); err != nil {
+				bad(keys("session.redis_url"), "session.redis_url (for tls.acme.cache: redis): %v", err)
+			}
 		}
 	default:
 		bad(keys("tls.acme.cache"), "tls.acme.cache %q: want dir or redis", a.Cache)

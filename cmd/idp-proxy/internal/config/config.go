@@ -212,7 +212,7 @@ func Default() File {
 			DrainDelay:        5 * time.Second,
 			ShutdownTimeout:   25 * time.Second,
 		},
-		TLS:         TLS{MinVersion: "1.2", ACME: ACME{DirectoryURL: DefaultACMEDirectory, Cache: ACMECacheDir}},
+		TLS:         TLS{MinVersion: "1.2", ACME: ACME{Domains: []string{}, DirectoryURL: DefaultACMEDirectory, Cache: ACMECacheDir}},
 		Log:         Log{Format: "json", Level: "info"},
 		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
 		Tracing:     Tracing{TrustedCIDRs: []string{}},
