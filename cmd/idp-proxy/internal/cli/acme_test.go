@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,10 +216,11 @@ func waitForWithin(t *testing.T, what string, within time.Duration, ok func() bo
 	}
 }
 
-// With tls.acme.cache: redis, replicas share the account and the
-// certificate: the first replica orders it, a second one (a replica
-// started later, or a restart) serves the same certificate from Redis
-// without an order of its own.
+// With tls.acme.cache: redis, replicas share the account, the challenge
+// answers and the certificate: replica A orders it while the CA's
+// TLS-ALPN-01 connection reaches replica B (as behind a load balancer),
+// which answers from Redis; B then serves the same certificate without
+// an order of its own.
 func TestACMERedisCacheSharedByReplicas(t *testing.T) {
 	ru := os.Getenv("TEST_REDIS_URL")
 	if ru == "" {
@@ -229,7 +231,7 @@ func TestACMERedisCacheSharedByReplicas(t *testing.T) {
 	}
 	idpSrv := idptest.NewServer(t)
 	listenA, listenB := freeAddr(t), freeAddr(t)
-	p := startPebble(t, pebbleOptions{TLSPort: portOf(t, listenA), HTTPPort: portOf(t, freeAddr(t))})
+	p := startPebble(t, pebbleOptions{TLSPort: portOf(t, listenB), HTTPPort: portOf(t, freeAddr(t))})
 	upstream := healthUpstream(t)
 	prefix := fmt.Sprintf("idp-test-acme-%d:", time.Now().UnixNano())
 	t.Cleanup(func() { deleteRedisPrefix(t, ru, prefix) })
@@ -238,9 +240,8 @@ func TestACMERedisCacheSharedByReplicas(t *testing.T) {
 			fmt.Sprintf("    cache: redis\nsession: {redis_url: %q, redis_prefix: %q}\n", ru, prefix)), listen)
 	}
 	startServe(t, nil, "-c", replica(listenA))
-	first := serverCert(t, listenA, p.roots)
-
 	startServe(t, nil, "-c", replica(listenB))
+	first := serverCert(t, listenA, p.roots)
 	second := serverCert(t, listenB, p.roots)
 	if second.SerialNumber.Cmp(first.SerialNumber) != 0 {
 		t.Fatalf("the second replica serves another certificate (serial %x, first %x)", second.SerialNumber, first.SerialNumber)
@@ -269,5 +270,42 @@ func deleteRedisPrefix(t *testing.T, ru, prefix string) {
 	}
 	if err != nil {
 		t.Errorf("cleaning Redis: %v", err)
+	}
+}
+
+// TestReadmeAutomaticCertificates runs `idp-proxy check-config` on the
+// configuration of the README's "Automatic certificates" section.
+func TestReadmeAutomaticCertificates(t *testing.T) {
+	b, err := os.ReadFile("../../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Automatic certificates\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Automatic certificates" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	if !ok {
+		t.Fatal("the section has no YAML block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	path := filepath.Join(t.TempDir(), "idp-proxy.yaml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, deps{}, "check-config", path)
+	if err != nil || !strings.Contains(out, "configuration OK") {
+		t.Fatalf("check-config: %v\n%s", err, out)
+	}
+	// The same file with certificate files too is refused at load.
+	both := strings.Replace(block, "tls:\n", "tls:\n  cert_file: /etc/idp-proxy/tls.pem\n  key_file: /etc/idp-proxy/tls.key\n", 1)
+	if err := os.WriteFile(path, []byte(both), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, deps{}, "check-config", path); err == nil || !strings.Contains(err.Error(), "exclusive") {
+		t.Fatalf("check-config with files and ACME: %v", err)
 	}
 }
