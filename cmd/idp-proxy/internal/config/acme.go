@@ -1,10 +1,12 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/mail"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -106,6 +108,15 @@ func (f File) validateACME(bad, missing func([]string, string, ...any)) {
 	}
 	if u, err := url.Parse(a.DirectoryURL); err != nil || u.Scheme != "https" || u.Host == "" {
 		bad(keys("tls.acme.directory_url"), "tls.acme.directory_url %q: want the CA's https directory URL", a.DirectoryURL)
+	}
+	if a.DirectoryCAFile != "" {
+		// Read here as upstream.ca_file is: check-config finds a missing
+		// or empty file before serve does.
+		if b, err := os.ReadFile(a.DirectoryCAFile); err != nil {
+			bad(keys("tls.acme.directory_ca_file"), "tls.acme.directory_ca_file: %v", err)
+		} else if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			bad(keys("tls.acme.directory_ca_file"), "tls.acme.directory_ca_file %s holds no PEM certificate", a.DirectoryCAFile)
+		}
 	}
 	switch a.Cache {
 	case ACMECacheDir:

@@ -30,6 +30,10 @@ func TestACMEConfigValid(t *testing.T) {
   acme: {domains: [app.example.com], cache: redis}
 session: {redis_url: "redis://127.0.0.1:6379/0"}
 `,
+		// A zero written selects the default directory and cache.
+		"zeros": acmeBase + `tls:
+  acme: {domains: [app.example.com], directory_url: "", cache: "", cache_dir: /tmp/acme}
+`,
 		// The single upstream serves every host: any name is one of its.
 		"single upstream": `idp: {issuer_url: "https://issuer.example", client_id: app}
 upstream: {url: "http://127.0.0.1:8000"}
@@ -100,6 +104,9 @@ tls:
 		{"renew_before beyond autocert's cap", `tls:
   acme: {domains: [app.example.com], cache_dir: /tmp/acme, renew_before: 1000h}
 `, []string{"tls.acme.renew_before 1000h0m0s"}},
+		{"directory_ca_file missing", `tls:
+  acme: {domains: [app.example.com], cache_dir: /tmp/acme, directory_ca_file: /nonexistent/ca.pem}
+`, []string{"c.yaml:8:60:", "tls.acme.directory_ca_file: open /nonexistent/ca.pem"}},
 		{"acme keys without domains", `tls:
   acme: {cache_dir: /tmp/acme}
 `, []string{"tls.acme.domains is required when tls.acme is configured"}},

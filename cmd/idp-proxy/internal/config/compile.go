@@ -100,6 +100,8 @@ func (f File) withDefaults() File {
 	}
 	setStr(&f.Log.Format, d.Log.Format)
 	setStr(&f.Log.Level, d.Log.Level)
+	setStr(&f.TLS.ACME.DirectoryURL, d.TLS.ACME.DirectoryURL)
+	setStr(&f.TLS.ACME.Cache, d.TLS.ACME.Cache)
 	return f
 }
 
