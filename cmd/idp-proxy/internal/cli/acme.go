@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"golang.org/x/crypto/acme/autocert"
 
@@ -61,4 +62,19 @@ func (a *acmeCerts) tlsConfig() *tls.Config {
 		return nil
 	}
 	return a.tls
+}
+
+// tlsSummary describes the listener's TLS for check-config's output.
+func tlsSummary(t config.TLS) string {
+	switch {
+	case t.ACME.Enabled():
+		where := t.ACME.CacheDir
+		if t.ACME.Cache == config.ACMECacheRedis {
+			where = "redis"
+		}
+		return fmt.Sprintf(" (https, certificates by ACME for %s from %s, cache %s)", strings.Join(t.ACME.Domains, ", "), t.ACME.DirectoryURL, where)
+	case t.CertFile != "":
+		return " (https, " + t.CertFile + ")"
+	}
+	return ""
 }

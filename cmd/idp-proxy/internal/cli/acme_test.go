@@ -297,7 +297,7 @@ func TestReadmeAutomaticCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, err := run(t, deps{}, "check-config", path)
-	if err != nil || !strings.Contains(out, "configuration OK") {
+	if err != nil || !strings.Contains(out, "configuration OK") || !strings.Contains(out, "certificates by ACME for app.example.com") {
 		t.Fatalf("check-config: %v\n%s", err, out)
 	}
 	// The same file with certificate files too is refused at load.

@@ -191,7 +191,7 @@ time: secret files are not read and missing secrets are not errors.`,
 				issuer += "\n          " + t.Name + " " + t.Issuer()
 			}
 			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s\n\n%s",
-				name, cfg.Listen, metrics, upstream, issuer, c.Proxy.Table())
+				name, cfg.Listen+tlsSummary(cfg.TLS), metrics, upstream, issuer, c.Proxy.Table())
 			if err != nil {
 				return err
 			}
