@@ -286,6 +286,9 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 			return err
 		}
 		defer acme.close()
+		a := cfg.TLS.ACME
+		log.Info("TLS certificates by ACME, ordered at the first handshake for each name", "domains", a.Domains,
+			"directory", a.DirectoryURL, "cache", a.Cache, "http_01", a.HTTPListen != "")
 		if acme.http != nil {
 			hln, err := lc.Listen(ctx, "tcp", cfg.TLS.ACME.HTTPListen)
 			if err != nil {
