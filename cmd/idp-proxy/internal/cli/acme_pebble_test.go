@@ -46,6 +46,9 @@ var pebbleBuild struct {
 // skipped elsewhere.
 func pebbleBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no subprocesses (Pebble, the local ACME server)")
+	}
 	pebbleBuild.once.Do(func() {
 		// Kept in the user's cache directory, by version: built once per
 		// machine, not once per run (go install itself only relinks when
