@@ -9,25 +9,24 @@ STATICCHECK_VERSION ?= v0.8.2
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME  ?= 20s
 LDFLAGS   := -X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=$(VERSION)
-# The flags of every `go build` here (build and demo): one set, so that
-# `make build` after `make demo` reuses the compiled dependencies instead of
-# compiling them all again. -ldflags only changes the link. A flag that
-# changes compilation (-trimpath, -race, -gcflags) belongs here or nowhere:
-# `make build BUILDFLAGS="-trimpath -ldflags '$(LDFLAGS)'"` builds like
-# deploy/'s images (every dependency compiled once more).
-BUILDFLAGS ?= -ldflags '$(LDFLAGS)'
+# Flags of every `go build` here (build and demo) besides the version's
+# -ldflags: one set, so that `make build` after `make demo` reuses the
+# compiled dependencies instead of compiling them all again (-ldflags only
+# changes the link). `make build BUILDFLAGS=-trimpath` builds like deploy/'s
+# images, compiling every dependency once more.
+BUILDFLAGS ?=
 
 .PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-instr bench-smoke clean
 
 all: build
 
 build: ## Build the binaries into ./bin, stamped with VERSION (git describe)
-	$(GO) build $(BUILDFLAGS) -o bin/ ./cmd/...
+	$(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 # The recipe execs the demo, so that the signal make forwards (`make demo &`
 # then `kill $$!`) reaches it and stops every part with its ports.
 demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C or SIGTERM stops)
-	@$(GO) build $(BUILDFLAGS) -o bin/idp-demo ./cmd/idp-demo
+	@$(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/idp-demo ./cmd/idp-demo
 	@exec bin/idp-demo $(DEMO_FLAGS)
 
 test: vet ## Unit, integration and end-to-end tests with the race detector
