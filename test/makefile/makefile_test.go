@@ -1,6 +1,7 @@
 package makefile
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"regexp"
@@ -108,5 +109,62 @@ func TestBuildSharesTheDemosBuildCache(t *testing.T) {
 	}
 	if !strings.Contains(build[0], "buildinfo.Version=v9.9.9-test") {
 		t.Errorf("make build does not stamp VERSION: %q", build[0])
+	}
+}
+
+// makeTest runs `make test` on the fixture package testdata/skips, with
+// no PostgreSQL, and the extra environment; it returns the output and the
+// exit code.
+func makeTest(t *testing.T, env ...string) (string, int) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs make test: skipped with -short")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	cmd := exec.Command("make", "-C", "../..", "--no-print-directory", "test", "PKGS=./test/makefile/testdata/skips")
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "TEST_POSTGRES_DSN", "IDP_REQUIRE_POSTGRES", "IDP_TEST_SKIPS", "MAKEFLAGS":
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("make test: %v\n%s", err, out)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// go test says "ok" for a package whose tests all skipped for want of
+// PostgreSQL (or Redis, or the end-to-end tools): `make test` says on one
+// line at the end what did not run and what to set, and keeps go test's
+// exit status.
+func TestMakeTestSaysWhatSkipped(t *testing.T) {
+	out, code := makeTest(t)
+	if code != 0 {
+		t.Fatalf("make test exited %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	for _, want := range []string{"1 test in ./test/makefile/testdata/skips needs TEST_POSTGRES_DSN", "TEST_POSTGRES_DSN=postgres://"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the last line does not say %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(out, "ok  \tgithub.com/idp-proxy/idp-proxy/test/makefile/testdata/skips") {
+		t.Errorf("no ok line for the package:\n%s", out)
+	}
+
+	out, code = makeTest(t, "MAKEFILE_FIXTURE_FAIL=1")
+	if code == 0 {
+		t.Errorf("make test with a failing test exited 0:\n%s", out)
+	}
+	if !strings.Contains(out, "needs TEST_POSTGRES_DSN") {
+		t.Errorf("the failed run does not say what skipped:\n%s", out)
 	}
 }
