@@ -16,13 +16,17 @@ import (
 // token and verify commands need (the upstream may be unset): those of
 // compiled when the command compiled the whole file, whose secret files
 // are read already.
-func idpConfig(cfg config.File, compiled *config.Compiled) (idp.Config, error) {
+func idpConfig(cfg config.File, compiled *config.Compiled, noSecrets bool) (idp.Config, error) {
 	var ic idp.Config
 	if compiled != nil {
 		ic = compiled.IDP
 	} else {
 		var err error
-		if ic, err = cfg.PluginConfig(); err != nil {
+		pluginConfig := cfg.PluginConfig
+		if noSecrets {
+			pluginConfig = cfg.PluginConfigWithoutSecrets
+		}
+		if ic, err = pluginConfig(); err != nil {
 			return idp.Config{}, err
 		}
 	}
@@ -64,7 +68,7 @@ when discovery fails) and prints it alone on stdout, for scripts:
 			if err != nil {
 				return err
 			}
-			ic, err := idpConfig(cfg, nil)
+			ic, err := idpConfig(cfg, nil, false)
 			if err != nil {
 				return err
 			}

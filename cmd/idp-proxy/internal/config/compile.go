@@ -132,6 +132,14 @@ func (f File) PluginConfig() (idp.Config, error) {
 	return ic, nil
 }
 
+// PluginConfigWithoutSecrets is PluginConfig for verify, which checks
+// tokens and never uses a secret: secret files are not read, missing
+// secrets are not errors, and stand-ins take the secrets' places (see
+// CompileOptions.NoSecrets).
+func (f File) PluginConfigWithoutSecrets() (idp.Config, error) {
+	return f.pluginConfig(true)
+}
+
 // placeholderSecret stands for a secret that CompileOptions.NoSecrets
 // does not read.
 const placeholderSecret = "(not checked: --no-secrets) 32+ bytes stand-in"
