@@ -215,4 +215,3 @@ func scopesWithout(scope string, drop ...string) string {
 	}
 	return strings.Join(keep, " ")
 }
-
