@@ -89,7 +89,7 @@ the 403 body does. It then exits 1 when the request would be refused.
 			if request != "" {
 				compiled, compileErr = config.Compile(cfg, config.CompileOptions{NoSecrets: true})
 			}
-			ic, err := idpConfig(cfg, compiled, true)
+			ic, err := idpConfig(cfg, compiled, false)
 			if err != nil {
 				return err
 			}
