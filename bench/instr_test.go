@@ -89,7 +89,6 @@ func runInstr(t *testing.T, env ...string) (string, string, error) {
 // Go runtime then uses: the script turns it off itself, and every case
 // gets its row.
 func TestInstrRunsWhereValgrindLacksRDTSCP(t *testing.T) {
-	t.Parallel()
 	need := ""
 	if runtime.GOARCH == "amd64" {
 		need = "1"
@@ -107,9 +106,10 @@ func TestInstrRunsWhereValgrindLacksRDTSCP(t *testing.T) {
 
 // A case that cannot be measured stops the run at once, naming the case
 // and why, with no table: a proxy that valgrind cannot run, and a load
-// that got no request answered.
+// that got no request answered. (No test here runs in parallel: each run
+// picks free ports as the script does, and runs at once could be handed
+// the same one.)
 func TestInstrFailsLoudly(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		env  string
@@ -119,7 +119,6 @@ func TestInstrFailsLoudly(t *testing.T) {
 		{"no requests", "INSTR_STUB_REQUESTS=0", []string{"bare-proxy: no requests"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			start := time.Now()
 			stdout, stderr, err := runInstr(t, tc.env)
 			if err == nil {
