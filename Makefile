@@ -9,28 +9,44 @@ STATICCHECK_VERSION ?= v0.8.2
 # How long `make fuzz` runs each fuzz target.
 FUZZTIME  ?= 20s
 LDFLAGS   := -X github.com/idp-proxy/idp-proxy/internal/buildinfo.Version=$(VERSION)
+# Flags of every `go build` here (build and demo) besides the version's
+# -ldflags: one set, so that `make build` after `make demo` reuses the
+# compiled dependencies instead of compiling them all again (-ldflags only
+# changes the link). `make build BUILDFLAGS=-trimpath` builds like deploy/'s
+# images, compiling every dependency once more.
+BUILDFLAGS ?=
 
 .PHONY: all build demo test test-e2e test-short lint vet fmt staticcheck fuzz bench bench-instr bench-smoke clean
 
 all: build
 
 build: ## Build the binaries into ./bin, stamped with VERSION (git describe)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+	$(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 # The recipe execs the demo, so that the signal make forwards (`make demo &`
 # then `kill $$!`) reaches it and stops every part with its ports.
+# The other binaries (bin/idp-proxy, bin/shortener: the README's next
+# steps) are built in the background at low priority while the demo runs,
+# with build's flags: idp-proxy needs some 200 packages the demo does not
+# (gRPC, OpenTelemetry's exporters, Redis, cobra, viper), which would
+# otherwise be compiled by the user's next `make build`.
 demo: ## Whole stack on loopback: dev identity provider, shortener, idp-proxy (Ctrl-C or SIGTERM stops)
-	@$(GO) build -o bin/idp-demo ./cmd/idp-demo
+	@$(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/idp-demo ./cmd/idp-demo
+	@echo "make demo: building bin/idp-proxy and bin/shortener in the background (log: bin/build.log)"
+	@(nice $(GO) build $(BUILDFLAGS) -ldflags '$(LDFLAGS)' -o bin/ ./cmd/idp-proxy ./cmd/shortener >bin/build.log 2>&1 &)
 	@exec bin/idp-demo $(DEMO_FLAGS)
 
+# scripts/gotest.sh runs go test and exits with its status; at the end it
+# says which suites skipped for want of TEST_POSTGRES_DSN, TEST_REDIS_URL or
+# the end-to-end tools (go test says "ok" for them all the same).
 test: vet ## Unit, integration and end-to-end tests with the race detector
-	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	scripts/gotest.sh $(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 test-e2e: ## End-to-end suites only: real provider (oidc-provider), real browser, real binaries
-	$(GO) test -race -count=1 ./test/interop/
+	scripts/gotest.sh $(GO) test -race -count=1 ./test/interop/
 
 test-short: ## Fast tests only (no subprocesses, no PostgreSQL)
-	$(GO) test -short -count=1 $(PKGS)
+	scripts/gotest.sh $(GO) test -short -count=1 $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

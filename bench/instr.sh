@@ -34,7 +34,12 @@
 # request (strace -c: 2 reads and 1 write on each side), which are about
 # 40 % of the bare proxy's CPU time, so the ratios here overstate the
 # difference in total CPU time. Go runs with GODEBUG=asyncpreemptoff=1
-# (callgrind cannot follow the preemption signals).
+# (callgrind cannot follow the preemption signals) and, on amd64,
+# cpu.rdtscp=off: valgrind 3.19 announces RDTSCP in the CPUID it emulates
+# but cannot run it on a CPU without it ("Unrecognised instruction" in
+# runtime.cputicks, first met under load), so the runtime must take its
+# RDTSC path. A case whose proxy dies, answers no request or yields no
+# count stops the run there, naming the case, with valgrind's last lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +47,9 @@ for c in valgrind callgrind_control callgrind_annotate wrk curl; do
 	command -v "$c" >/dev/null || { echo "bench/instr.sh: $c not found (apt-get install valgrind wrk curl)" >&2; exit 1; }
 done
 secs=${INSTR_SECONDS:-10}
+# The switches every Go program under valgrind needs (see above).
+godebug=asyncpreemptoff=1
+if [ "$(go env GOARCH)" = amd64 ]; then godebug+=,cpu.rdtscp=off; fi
 work=$(mktemp -d /tmp/idp-instr.XXXXXX)
 pids=()
 cleanup() {
@@ -154,12 +162,13 @@ awk -v ci="${others[0]}" -v partner="${others[1]}" '
 measure() {
 	local name=$1 port=$2 load=$3
 	shift 3
-	GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
+	GODEBUG=$godebug valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
 	local vp=$!
 	pids+=("$vp")
 	local ok= host=()
 	if [ "$load" = host ]; then host=(-H "Host: $host50"); fi
 	for _ in $(seq 120); do
+		kill -0 "$vp" 2>/dev/null || died "$name" "before answering"
 		if [ "$(curl -s -o /dev/null -w '%{http_code}' "${host[@]}" -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")" = 200 ]; then ok=1; break; fi
 		sleep 0.5
 	done
@@ -172,6 +181,7 @@ measure() {
 	callgrind_control -z "$vp" >/dev/null 2>&1
 	local out n
 	out=$(wrk -d"${secs}s" "${args[@]}")
+	kill -0 "$vp" 2>/dev/null || died "$name" "under load"
 	callgrind_control -d "$vp" >/dev/null 2>&1
 	n=$(awk '/requests in/{print $1}' <<<"$out")
 	if grep -q 'Non-2xx' <<<"$out"; then
@@ -189,27 +199,35 @@ measure() {
 		tail -5 "$work/$name.log" >&2
 		exit 1
 	fi
-	echo "$name $n $((ir / n))"
+	echo "$name $n $((ir / n))" >>"$work/results"
+}
+
+# died NAME WHEN: the case's valgrind has exited; stop the run with why.
+died() {
+	echo "bench/instr.sh: $1: valgrind exited $2:" >&2
+	tail -15 "$work/$1.log" >&2
+	if grep -q 'Unrecognised instruction' "$work/$1.log"; then
+		echo "bench/instr.sh: valgrind cannot run an instruction of this CPU that the Go runtime chose; GODEBUG was $godebug (a cpu.<feature>=off switch for the instruction above may help)" >&2
+	fi
+	exit 1
 }
 
 bare=$(free_port)
 naive=$(free_port)
-results=(
-	"$(measure bare-proxy "$bare" repeated "$work/bareproxy" -listen "127.0.0.1:$bare" -upstream "http://127.0.0.1:$up")"
-	"$(measure idp-repeated "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy.yaml")"
-	${INSTR_BASELINE:+"$(measure "idp-repeated@$INSTR_BASELINE" "$idp" repeated "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml")"}
-	"$(measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml")"
-	"$(measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml")"
-	"$(measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench")"
-	"$(measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml")"
-	"$(measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml")"
-)
-
-# measure runs in a command substitution: its exit ends only that
-# subshell, so a failed case shows here as an empty result.
-for r in "${results[@]}"; do
-	[ -n "$r" ] || { echo "bench/instr.sh: a case failed (see above)" >&2; exit 1; }
-done
+# measure runs in this shell (not in a command substitution), so that
+# its exit ends the run at the first failed case.
+: >"$work/results"
+measure bare-proxy "$bare" repeated "$work/bareproxy" -listen "127.0.0.1:$bare" -upstream "http://127.0.0.1:$up"
+measure idp-repeated "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
+if [ -n "${INSTR_BASELINE:-}" ]; then
+	measure "idp-repeated@$INSTR_BASELINE" "$idp" repeated "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
+fi
+measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
+measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml"
+measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench"
+measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml"
+measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml"
+mapfile -t results <"$work/results"
 # ir_of NAME: the instructions per request of case NAME.
 ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
 base=$(ir_of bare-proxy)

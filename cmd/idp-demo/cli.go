@@ -30,6 +30,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.ProxyAddr, "proxy-addr", "127.0.0.1:4180", "address of idp-proxy")
 	fs.StringVar(&o.OpsAddr, "ops-addr", "127.0.0.1:9180", "address of idp-proxy's /healthz, /readyz and /metrics")
 	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir, `directory of the shortener's bbolt file, or "memory:"`)
+	shape := fs.String("shape", string(ShapeKeycloak), "the provider the development provider imitates, and the proxy is configured for: "+shapeList()+" (a plain issuer with Microsoft Entra ID's, Auth0's or the common claims)")
 	sessions := fs.Bool("sessions", true, "browser sessions: a browser is signed in and brought back (false: the API mode, where /auth/callback answers the token document)")
 	verbose := fs.Bool("verbose", false, "log every request and component message to stderr")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -53,6 +54,12 @@ Flags:
 		fmt.Fprintf(stderr, "idp-demo: unexpected argument %q (commands: token; see idp-demo --help)\n", fs.Arg(0))
 		return 2
 	}
+	sh, err := ParseShape(*shape)
+	if err != nil {
+		fmt.Fprintln(stderr, "idp-demo: --shape:", err)
+		return 2
+	}
+	o.Shape = sh
 	o.NoSessions = !*sessions
 	level := slog.LevelWarn
 	if *verbose {

@@ -1,5 +1,6 @@
 // The demo runs the whole stack on loopback in one process: a development
-// identity provider with Keycloak's paths (pkg/idp/idptest), the shortener
+// identity provider with Keycloak's paths (pkg/idp/idptest; with --shape,
+// a plain issuer with another provider's claims, see shape.go), the shortener
 // on its embedded bbolt store, and idp-proxy in front of it. It is what
 // `make demo` starts; nothing in it is meant for production.
 
@@ -52,6 +53,11 @@ type Options struct {
 	// DataDir holds the shortener's bbolt file; "memory:" keeps links in
 	// memory only. ["data/demo"]
 	DataDir string
+	// Shape is the provider the development provider imitates: a Keycloak
+	// realm, or a plain issuer with Entra ID's, Auth0's or the generic
+	// claims, the proxy configured for it (issuer URL, claim mapping).
+	// [ShapeKeycloak]
+	Shape Shape
 	// NoSessions runs the proxy without browser sessions (the API mode:
 	// the login callback answers the JSON token document, and a browser
 	// gets 401 instead of the sign-in redirect). [false: sessions on]
@@ -68,6 +74,7 @@ type Options struct {
 // Endpoints are the base URLs of the running demo.
 type Endpoints struct {
 	Provider  string // e.g. http://127.0.0.1:8080 (issuer: + "/realms/demo")
+	Issuer    string // the provider's issuer: Provider + "/realms/demo", or Provider with a plain issuer
 	Shortener string
 	Proxy     string
 	Ops       string
@@ -86,6 +93,9 @@ func (o *Options) defaults() {
 	def(&o.ProxyAddr, "127.0.0.1:4180")
 	def(&o.OpsAddr, "127.0.0.1:9180")
 	def(&o.DataDir, defaultDataDir)
+	if o.Shape == "" {
+		o.Shape = ShapeKeycloak
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -121,9 +131,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	proxyURL := "http://" + proxyLn.Addr().String()
 
 	provider, err := idptest.Start(idptest.Options{
-		Addr:  o.ProviderAddr,
-		Realm: Realm,
-		TTL:   15 * time.Minute,
+		Addr:        o.ProviderAddr,
+		Realm:       Realm,
+		PlainIssuer: o.Shape.plain(),
+		TTL:         15 * time.Minute,
 		User: idptest.User{
 			Username:    "alice",
 			RealmRoles:  []string{CreatorRole},
@@ -138,6 +149,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("demo: identity provider address (--provider-addr): %w", err)
 	}
 	defer provider.Close()
+	provider.SetClaimsHook(o.Shape.hook(provider.Issuer))
 
 	store, storeDesc, err := openStore(o.DataDir)
 	if err != nil {
@@ -182,7 +194,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if _, err := rand.Read(secret); err != nil {
 		return fmt.Errorf("demo: session secret: %w", err)
 	}
-	plugin, err := idp.New(ctx, idp.Config{
+	ic := idp.Config{
 		ServerURL:         provider.URL,
 		Realm:             Realm,
 		ClientID:          WebClientID,
@@ -193,7 +205,12 @@ func Run(ctx context.Context, o Options) (err error) {
 		OptionalAudiences: []string{ServiceClientID},
 		Session:           sessionConfig(o.NoSessions, proxyURL),
 		Logger:            log.With("component", "idp-proxy"),
-	})
+	}
+	if o.Shape.plain() {
+		// As the README's Providers section configures such a provider.
+		ic.ServerURL, ic.Realm, ic.IssuerURL, ic.Claims = "", "", provider.Issuer, o.Shape.ClaimMapping()
+	}
+	plugin, err := idp.New(ctx, ic)
 	if err != nil {
 		return err
 	}
@@ -219,13 +236,14 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	ep := Endpoints{
 		Provider:  provider.URL,
+		Issuer:    provider.Issuer,
 		Shortener: "http://" + shortLn.Addr().String(),
 		Proxy:     proxyURL,
 		Ops:       "http://" + opsLn.Addr().String(),
 		TokenURL:  provider.TokenURL(),
 		Store:     storeDesc,
 	}
-	printBanner(o.Out, ep, px.Table(), !o.NoSessions)
+	printBanner(o.Out, ep, px.Table(), !o.NoSessions, o.Shape)
 	if o.Ready != nil {
 		o.Ready(ep)
 	}
@@ -279,17 +297,22 @@ func openStore(dir string) (shortener.Store, string, error) {
 	return st, "bbolt " + path, nil
 }
 
-func printBanner(w io.Writer, ep Endpoints, table string, sessions bool) {
+func printBanner(w io.Writer, ep Endpoints, table string, sessions bool, shape Shape) {
+	like := "a Keycloak realm"
+	if shape.plain() {
+		like = "a plain issuer with " + string(shape) + "-shaped tokens; idp-proxy: issuer_url " + ep.Issuer + ", claims " + shape.claimsYAML()
+	}
 	fmt.Fprintf(w, `
 idp-proxy demo: everything runs on loopback. Ctrl-C stops it.
 
-  identity provider  %[1]s/realms/%[2]s   (development only: signs alice in without a form)
+  identity provider  %[1]s   (development only: signs alice in without a form)
+                     (%[2]s)
   idp-proxy          %[3]s   (operations: %[4]s/healthz, /readyz, /metrics)
   shortener          %[5]s   (the upstream; links in %[6]s)
 
 Rules of the proxy:
 %[7]s
-# 1. Get a service token (client_credentials, exactly as with Keycloak):
+# 1. Get a service token (client_credentials):
 TOKEN=$(curl -s -d grant_type=client_credentials -d client_id=%[8]s -d client_secret=%[9]s \
   %[10]s | sed -E 's/.*"access_token":"([^"]+)".*/\1/')
 
@@ -305,7 +328,7 @@ TOKEN=$(bin/idp-demo token alice)
 
 # Without a token the proxy answers 401, and the shortener never sees the request:
 curl -si -X POST %[3]s/shorten -H 'Content-Type: application/json' -d '{"url":"https://example.com/"}'
-`, ep.Provider, Realm, ep.Proxy, ep.Ops, ep.Shortener, ep.Store, table,
+`, ep.Issuer, like, ep.Proxy, ep.Ops, ep.Shortener, ep.Store, table,
 		ServiceClientID, ServiceClientSecret, ep.TokenURL, CreatorRole)
 	if sessions {
 		fmt.Fprintf(w, `

@@ -26,10 +26,13 @@ func UserToken(ctx context.Context, providerURL, redirectURI, user string) (stri
 	if user != DemoUser {
 		return "", fmt.Errorf("the demo provider has one user, %s (not %q)", DemoUser, user)
 	}
-	endpoints := strings.TrimSuffix(providerURL, "/") + "/realms/" + Realm + "/protocol/openid-connect"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	authURL, tokenURL, err := discoverEndpoints(ctx, c, strings.TrimSuffix(providerURL, "/"))
+	if err != nil {
+		return "", err
+	}
 
 	verifier := oauth2.GenerateVerifier()
 	q := url.Values{
@@ -37,7 +40,7 @@ func UserToken(ctx context.Context, providerURL, redirectURI, user string) (stri
 		"scope": {"openid"}, "state": {"idp-demo-token"},
 		"code_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}, "code_challenge_method": {"S256"},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoints+"/auth?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL+"?"+q.Encode(), nil)
 	if err != nil {
 		return "", fmt.Errorf("provider address: %w", err)
 	}
@@ -60,7 +63,7 @@ func UserToken(ctx context.Context, providerURL, redirectURI, user string) (stri
 		"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI},
 		"client_id": {WebClientID}, "client_secret": {WebClientSecret}, "code_verifier": {verifier},
 	}
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, endpoints+"/token", strings.NewReader(form.Encode()))
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		return "", err
 	}
@@ -82,4 +85,30 @@ func UserToken(ctx context.Context, providerURL, redirectURI, user string) (stri
 		return "", errors.New("token endpoint refused the code: " + doc.Error + " " + doc.Description)
 	}
 	return doc.AccessToken, nil
+}
+
+// discoverEndpoints reads the authorization and token endpoints from the
+// demo provider's discovery document: the realm's (--shape keycloak), or
+// the plain issuer's at the provider's root (the other shapes).
+func discoverEndpoints(ctx context.Context, c *http.Client, providerURL string) (authURL, tokenURL string, err error) {
+	for _, issuer := range []string{providerURL + "/realms/" + Realm, providerURL} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, issuer+"/.well-known/openid-configuration", nil)
+		if err != nil {
+			return "", "", fmt.Errorf("provider address: %w", err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return "", "", fmt.Errorf("is the demo running (make demo)? %w", err)
+		}
+		var doc struct {
+			Auth  string `json:"authorization_endpoint"`
+			Token string `json:"token_endpoint"`
+		}
+		derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && derr == nil && doc.Auth != "" && doc.Token != "" {
+			return doc.Auth, doc.Token, nil
+		}
+	}
+	return "", "", fmt.Errorf("no discovery document at %s/realms/%s or %s: is it the demo's provider?", providerURL, Realm, providerURL)
 }

@@ -1,6 +1,7 @@
 // Command idp-proxy is an authenticating reverse proxy for OpenID Connect
-// bearer tokens: it validates tokens of a Keycloak-style realm, applies
-// per-route rules and forwards requests with identity headers. See
+// bearer tokens: it validates tokens of any OpenID Connect provider (one
+// issuer or several), applies per-route rules and forwards requests with
+// identity headers to one upstream or many. See
 // `idp-proxy --help`, config.example.yaml and the README.
 package main
 

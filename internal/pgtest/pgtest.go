@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,10 +24,7 @@ func DSN(t testing.TB, what string) string {
 	t.Helper()
 	dsn := os.Getenv("TEST_POSTGRES_DSN")
 	if dsn == "" {
-		if os.Getenv("IDP_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("TEST_POSTGRES_DSN is not set but IDP_REQUIRE_POSTGRES=1: %s must run", what)
-		}
-		t.Skipf("TEST_POSTGRES_DSN not set; skipping %s "+
+		testneed.Skip(t, testneed.Postgres, "TEST_POSTGRES_DSN not set; skipping %s "+
 			"(e.g. TEST_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", what)
 	}
 	return dsn

@@ -9,13 +9,13 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
@@ -210,13 +210,7 @@ func TestCookieDomainRefused(t *testing.T) {
 // redisBackend is a Redis session store under a fresh prefix, or a skip
 // without TEST_REDIS_URL (a failure when IDP_REQUIRE_REDIS is set).
 func redisBackend(t *testing.T) idp.SessionBackend {
-	u := os.Getenv("TEST_REDIS_URL")
-	if u == "" {
-		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
-			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
-		}
-		t.Skip("TEST_REDIS_URL not set: the Redis variant is skipped")
-	}
+	u := testneed.RedisURL(t, "the Redis variant")
 	s, err := redisstore.Open(context.Background(), u, "idp-sso-test-"+time.Now().Format("150405.000000")+":")
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package proxy is the idp-proxy sidecar: an authenticating reverse proxy
 // that validates bearer tokens with pkg/idp, applies per-route rules and
-// forwards requests to one upstream with identity headers.
+// forwards requests with identity headers to one upstream, or to many
+// chosen by host and path (Config.Upstreams).
 //
 // The caller builds the *idp.Plugin (provider, audience, token location,
 // /auth routes) and hands it to New with a Config of the proxy's own

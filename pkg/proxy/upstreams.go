@@ -64,6 +64,14 @@ type UpstreamHeaders struct {
 	Roles             *string `mapstructure:"roles" yaml:"roles"`
 }
 
+// Inherit returns h with the headers section's setting in every field h
+// leaves nil: the identity headers this upstream gets, as check-config
+// --effective prints them.
+func (h UpstreamHeaders) Inherit(section HeadersConfig) UpstreamHeaders {
+	c := h.apply(section)
+	return UpstreamHeaders{ForwardToken: &c.ForwardToken, User: &c.User, PreferredUsername: &c.PreferredUsername, Email: &c.Email, Roles: &c.Roles}
+}
+
 // apply returns c with h's overrides.
 func (h UpstreamHeaders) apply(c HeadersConfig) HeadersConfig {
 	if h.ForwardToken != nil {

@@ -26,7 +26,7 @@ func TestProxyClaimRules(t *testing.T) {
 		Plain: true, Shape: "entra",
 		RedirectURIs: []string{"http://127.0.0.1:" + strconv.Itoa(port) + "/auth/callback"},
 	})
-	base, up, px := shapedProxy(t, p, port, "{preset: generic, username: oid}", `  - match: GET /tenant/
+	base, up, px := shapedProxy(t, p, port, "{preset: generic}", `  - match: GET /tenant/
     claims:
       tid: ["`+entraTenantID+`"]
   - match: GET /other-tenant/

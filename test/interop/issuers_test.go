@@ -29,7 +29,7 @@ func TestProxyTwoIssuers(t *testing.T) {
 			"    - name: entra\n"+
 			"      issuer_url: "+entra.Issuer+"\n"+
 			"      audiences: [shortener]\n"+
-			"      claims: {preset: generic, username: oid}\n") + `routes:
+			"      claims: {preset: generic}\n") + `routes:
   - match: GET /company/
     issuers: [default]
   - match: GET /partner/
@@ -46,7 +46,7 @@ log:
 	kcTok, entraTok := serviceToken(t, kc), serviceToken(t, entra)
 	wantStatus(t, base, kcTok, map[string]int{"/company/data": http.StatusOK, "/partner/data": http.StatusForbidden, "/any/data": http.StatusOK})
 	wantStatus(t, base, entraTok, map[string]int{"/company/data": http.StatusForbidden, "/partner/data": http.StatusOK, "/any/data": http.StatusOK})
-	if status, e := echoed(t, base+"/partner/data", entraTok); status != http.StatusOK || e.Username != svcID || e.Roles != "creator" {
+	if status, e := echoed(t, base+"/partner/data", entraTok); status != http.StatusOK || e.Username != e.User || e.Roles != "creator" {
 		t.Errorf("the entra token read with its issuer's mapping: %d, upstream saw %+v", status, e)
 	}
 	if a := call(t, "GET", base+"/company/data", entraTok, nil); !strings.Contains(string(a.Body), `"clause":"issuers"`) {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -359,13 +360,7 @@ func runScript(t *testing.T, script string, arg map[string]any, timeout time.Dur
 // skips, unless IDP_REQUIRE_REDIS is set (CI): then it fails.
 func testRedis(t *testing.T) (*redis.Client, string, string) {
 	t.Helper()
-	u := os.Getenv("TEST_REDIS_URL")
-	if u == "" {
-		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
-			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
-		}
-		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0): the Redis replica test is skipped")
-	}
+	u := testneed.RedisURL(t, "the Redis replica test")
 	opts, err := redis.ParseURL(u)
 	if err != nil {
 		t.Fatalf("TEST_REDIS_URL: %v", err)

@@ -72,7 +72,7 @@ func TestProxyEntraShapedIssuer(t *testing.T) {
 		Plain: true, Shape: "entra",
 		RedirectURIs: []string{"http://127.0.0.1:" + strconv.Itoa(port) + "/auth/callback"},
 	})
-	base, _, px := shapedProxy(t, p, port, "{preset: generic, username: oid}", `  - match: GET /app/
+	base, _, px := shapedProxy(t, p, port, "{preset: generic}", `  - match: GET /app/
     roles: [creator]
   - match: GET /read/
     scopes: [links.read]
@@ -81,10 +81,10 @@ func TestProxyEntraShapedIssuer(t *testing.T) {
 `)
 	s := &stack{Proxy: base}
 
-	t.Run("an app token: app roles, oid as the username", func(t *testing.T) {
+	t.Run("an app token: app roles, its sub as the username (it has no preferred_username)", func(t *testing.T) {
 		svc := serviceToken(t, p)
 		status, e := echoed(t, base+"/app/data", svc)
-		if status != http.StatusOK || e.Username != svcID || e.Roles != "creator" || e.User == "" || e.User == svcID {
+		if status != http.StatusOK || e.Username != e.User || e.Roles != "creator" || e.User == "" || e.User == svcID {
 			t.Errorf("GET /app/ with the app token: %d, upstream saw %+v", status, e)
 		}
 		wantStatus(t, base, svc, map[string]int{"/read/data": http.StatusForbidden, "/audit/data": http.StatusForbidden})
@@ -92,7 +92,7 @@ func TestProxyEntraShapedIssuer(t *testing.T) {
 	t.Run("user tokens: roles, scp array, group object IDs", func(t *testing.T) {
 		alice := proxyCallback(t, s, "alice", alicePassword)
 		status, e := echoed(t, base+"/app/data", alice.AccessToken)
-		if status != http.StatusOK || e.Username != aliceID || e.Roles != "creator" {
+		if status != http.StatusOK || e.Username != "alice@example.com" || e.Roles != "creator" {
 			t.Errorf("GET /app/ as alice: %d, upstream saw %+v", status, e)
 		}
 		wantStatus(t, base, alice.AccessToken, map[string]int{"/read/data": http.StatusOK, "/audit/data": http.StatusOK})

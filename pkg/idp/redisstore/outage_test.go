@@ -5,13 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/faultnet"
+	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
@@ -25,13 +25,7 @@ const probeTimeout = 2 * time.Second
 // host replaced by a faultnet proxy's, and the proxy.
 func behindFaultnet(t *testing.T) (string, *faultnet.Proxy) {
 	t.Helper()
-	ru := os.Getenv("TEST_REDIS_URL")
-	if ru == "" {
-		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
-			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
-		}
-		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0)")
-	}
+	ru := testneed.RedisURL(t, "the Redis outage tests")
 	u, err := url.Parse(ru)
 	if err != nil {
 		t.Fatal(err)

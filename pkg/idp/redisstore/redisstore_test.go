@@ -9,13 +9,13 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
@@ -26,13 +26,7 @@ import (
 // skips with a message.
 func store(t *testing.T) *redisstore.Store {
 	t.Helper()
-	u := os.Getenv("TEST_REDIS_URL")
-	if u == "" {
-		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
-			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
-		}
-		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0): Redis session store tests skipped")
-	}
+	u := testneed.RedisURL(t, "the Redis session store tests")
 	prefix := "idp-test-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000") + ":"
 	s, err := redisstore.Open(context.Background(), u, prefix)
 	if err != nil {

@@ -60,9 +60,13 @@ func newRootCmd(d deps) *cobra.Command {
 		Use:     "idp-proxy",
 		Version: buildinfo.String(),
 		Short:   "Authenticating reverse proxy for OpenID Connect bearer tokens",
-		Long: `idp-proxy validates bearer tokens issued by a Keycloak-style OpenID Connect
-realm, applies per-route rules (public, any valid token, realm roles, client
-roles, scopes) and forwards requests to one upstream with identity headers.
+		Long: `idp-proxy validates bearer tokens issued by any OpenID Connect provider (an
+issuer URL found by discovery, or a Keycloak realm; idp.issuers trusts several
+issuers at once, each with its claim mapping), applies per-route rules
+(public, any valid token, roles, client roles, scopes, groups, any claim,
+e-mail domains) and forwards requests with identity headers to one upstream
+or to many (upstreams, chosen by host and path). With idp.include_routes it
+also signs browsers in and keeps their sessions.
 
 Configuration: a YAML file (--config, or IDP_PROXY_CONFIG; see
 config.example.yaml for every key and its default), environment variables

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/faultnet"
+	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
@@ -32,13 +33,7 @@ func readyz(t *testing.T, ops string) (int, map[string]any) {
 // /readyz says which dependency is missing; when Redis comes back,
 // sessions work without a restart.
 func TestServeStartsWithRedisDown(t *testing.T) {
-	ru := os.Getenv("TEST_REDIS_URL")
-	if ru == "" {
-		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
-			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
-		}
-		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0)")
-	}
+	ru := testneed.RedisURL(t, "the Redis session store test")
 	u, err := url.Parse(ru)
 	if err != nil {
 		t.Fatal(err)
@@ -94,13 +89,7 @@ func TestServeStartsWithRedisDown(t *testing.T) {
 // timeout (2 s in deploy/k8s), without read_timeout in session.redis_url:
 // every Redis call is bounded by redisstore.DefaultTimeout.
 func TestServeRedisFrozen(t *testing.T) {
-	ru := os.Getenv("TEST_REDIS_URL")
-	if ru == "" {
-		if os.Getenv("IDP_REQUIRE_REDIS") != "" {
-			t.Fatal("IDP_REQUIRE_REDIS is set but TEST_REDIS_URL is not")
-		}
-		t.Skip("TEST_REDIS_URL not set (e.g. redis://127.0.0.1:6379/0)")
-	}
+	ru := testneed.RedisURL(t, "the frozen Redis test")
 	u, err := url.Parse(ru)
 	if err != nil {
 		t.Fatal(err)

@@ -14,15 +14,20 @@ import (
 
 // idpConfig returns the provider settings of cfg, checking only what the
 // token and verify commands need (the upstream may be unset): those of
-// compiled when the command compiled the whole file, whose secret files
-// are read already.
-func idpConfig(cfg config.File, compiled *config.Compiled) (idp.Config, error) {
+// compiled when the command compiled the whole file. Only the secrets the
+// command uses are read (clientSecret: token's client secret; verify uses
+// none): stand-ins take the places of the others.
+func idpConfig(cfg config.File, compiled *config.Compiled, clientSecret bool) (idp.Config, error) {
 	var ic idp.Config
 	if compiled != nil {
 		ic = compiled.IDP
 	} else {
 		var err error
-		if ic, err = cfg.PluginConfig(); err != nil {
+		pluginConfig := cfg.PluginConfigWithoutSecrets
+		if clientSecret {
+			pluginConfig = cfg.PluginConfigClientOnly
+		}
+		if ic, err = pluginConfig(); err != nil {
 			return idp.Config{}, err
 		}
 	}
@@ -64,7 +69,7 @@ when discovery fails) and prints it alone on stdout, for scripts:
 			if err != nil {
 				return err
 			}
-			ic, err := idpConfig(cfg, nil)
+			ic, err := idpConfig(cfg, nil, true)
 			if err != nil {
 				return err
 			}

@@ -52,6 +52,7 @@ type userJSON struct {
 
 func newVerifyCmd(d deps, g *globalFlags, load loadFunc) *cobra.Command {
 	var request string
+	var noSecrets bool
 	cmd := &cobra.Command{
 		Use:   "verify [TOKEN|-]",
 		Short: "Verify an access token against the provider and print the decision and claims",
@@ -61,7 +62,9 @@ with the provider's keys, algorithm, issuer, expiry, token type and the
 audience rule with idp.audience and idp.optional_audiences. It prints a JSON
 document {decision, error, reason, issuer, user, claims} on stdout and exits
 with status 0 when the token is valid, 1 otherwise. The token itself is never
-printed.
+printed. verify uses no secret: it neither reads nor requires
+idp.client_secret, idp.session_secret or their files (--no-secrets, as
+check-config takes it, is accepted and changes nothing).
 
 With --request "METHOD /path" (or "METHOD https://host/path", to judge host
 rules too), verify also judges that request with the
@@ -80,12 +83,13 @@ the 403 body does. It then exits 1 when the request would be refused.
 			}
 			// Judging a request needs the whole configuration; its errors
 			// come after those of the provider settings and the token.
+			// Secrets are never used here: stand-ins take their places.
 			var compiled *config.Compiled
 			var compileErr error
 			if request != "" {
-				compiled, compileErr = config.Compile(cfg, config.CompileOptions{})
+				compiled, compileErr = config.Compile(cfg, config.CompileOptions{NoSecrets: true})
 			}
-			ic, err := idpConfig(cfg, compiled)
+			ic, err := idpConfig(cfg, compiled, false)
 			if err != nil {
 				return err
 			}
@@ -157,6 +161,7 @@ the 403 body does. It then exits 1 when the request would be refused.
 		},
 	}
 	cmd.Flags().StringVar(&request, "request", "", `also judge this request with the rules, e.g. "POST /shorten"`)
+	cmd.Flags().BoolVar(&noSecrets, "no-secrets", false, "accepted as check-config takes it; verify never reads nor requires secrets")
 	return cmd
 }
 

@@ -134,11 +134,33 @@ func (f File) PluginConfig() (idp.Config, error) {
 	return ic, nil
 }
 
+// PluginConfigWithoutSecrets is PluginConfig for verify, which checks
+// tokens and never uses a secret: secret files are not read, missing
+// secrets are not errors, and stand-ins take the secrets' places (see
+// CompileOptions.NoSecrets).
+func (f File) PluginConfigWithoutSecrets() (idp.Config, error) {
+	return f.pluginConfigReading(false, false)
+}
+
+// PluginConfigClientOnly is PluginConfig for token, which authenticates
+// as the client and keeps no session: the client secret is read, the
+// session secrets are not (stand-ins take their places).
+func (f File) PluginConfigClientOnly() (idp.Config, error) {
+	return f.pluginConfigReading(true, false)
+}
+
 // placeholderSecret stands for a secret that CompileOptions.NoSecrets
 // does not read.
 const placeholderSecret = "(not checked: --no-secrets) 32+ bytes stand-in"
 
 func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
+	return f.pluginConfigReading(!noSecrets, !noSecrets)
+}
+
+// pluginConfigReading translates the idp section, reading the client
+// secret and the session secrets only when asked; an unread secret is a
+// stand-in (see CompileOptions.NoSecrets).
+func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 	c := f.IDP
 	var secret, session string
 	// A secret file that cannot be read is reported, and a placeholder
@@ -154,13 +176,14 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 		}
 		return v
 	}
-	if noSecrets {
-		if c.ClientSecret != "" || c.ClientSecretFile != "" {
-			secret = placeholderSecret
-		}
-		session = placeholderSecret
-	} else {
+	switch {
+	case client:
 		secret = read("idp.client_secret", c.ClientSecret, c.ClientSecretFile)
+	case c.ClientSecret != "" || c.ClientSecretFile != "":
+		secret = placeholderSecret
+	}
+	session = placeholderSecret
+	if sessions {
 		session = read("idp.session_secret", c.SessionSecret, c.SessionSecretFile)
 	}
 	ic := idp.Config{
@@ -192,7 +215,7 @@ func (f File) pluginConfig(noSecrets bool) (idp.Config, error) {
 	if session != "" {
 		ic.SessionSecret = []byte(session)
 	}
-	sc, err := f.Session.sessionConfig(noSecrets)
+	sc, err := f.Session.sessionConfig(!sessions)
 	if err != nil {
 		errs = append(errs, err)
 		sc, _ = f.Session.sessionConfig(true) // the rest of the session section, without its secret file

@@ -20,10 +20,12 @@ var secretKeys = map[string]bool{"idp.client_secret": true, "idp.session_secret"
 // Durations are Go duration strings.
 func (f File) Effective() map[string]any {
 	f = f.withDefaults()
-	// An app's zero transport settings are the upstream section's.
+	// An app's zero transport settings are the upstream section's, and
+	// the identity headers it does not set are the headers section's.
 	f.Upstreams = slices.Clone(f.Upstreams)
 	for i := range f.Upstreams {
 		f.Upstreams[i].UpstreamConfig = f.Upstreams[i].Inherit(f.Upstream)
+		f.Upstreams[i].Headers = f.Upstreams[i].Headers.Inherit(f.Headers)
 	}
 	m, _ := effective(reflect.ValueOf(f), "").(map[string]any)
 	return m
@@ -57,6 +59,11 @@ func effective(v reflect.Value, key string) any {
 			out[tag] = effective(v.Field(i), k)
 		}
 		return out
+	case reflect.Pointer:
+		if v.IsNil() {
+			return nil
+		}
+		return effective(v.Elem(), key)
 	case reflect.Slice:
 		out := make([]any, v.Len())
 		for i := range v.Len() {

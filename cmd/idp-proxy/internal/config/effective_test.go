@@ -36,3 +36,35 @@ func TestEffectiveUpstreamsInherit(t *testing.T) {
 		t.Error("Effective changed the File's upstreams")
 	}
 }
+
+// Each app's identity headers are shown as it gets them: the headers
+// section's where the entry sets none (they printed null), its own
+// overrides ("" disables a header) where it does.
+func TestEffectiveUpstreamsInheritHeaders(t *testing.T) {
+	f := validConfig()
+	f.Headers.User = "X-Remote-User"
+	f.Headers.ForwardToken = false
+	off, user := "", "X-App-User"
+	f.Upstreams = []proxy.UpstreamRoute{
+		{Match: "a.example.com/", UpstreamConfig: proxy.UpstreamConfig{URL: "http://127.0.0.1:8001"}},
+		{Match: "b.example.com/", UpstreamConfig: proxy.UpstreamConfig{URL: "http://127.0.0.1:8002"}, Headers: proxy.UpstreamHeaders{User: &user, Email: &off}},
+	}
+	ups, _ := f.Effective()["upstreams"].([]any)
+	if len(ups) != 2 {
+		t.Fatalf("upstreams = %#v", f.Effective()["upstreams"])
+	}
+	for i, want := range []map[string]any{
+		{"user": "X-Remote-User", "forward_token": false, "email": f.Headers.Email, "roles": f.Headers.Roles, "preferred_username": f.Headers.PreferredUsername},
+		{"user": "X-App-User", "forward_token": false, "email": "", "roles": f.Headers.Roles, "preferred_username": f.Headers.PreferredUsername},
+	} {
+		h, _ := ups[i].(map[string]any)["headers"].(map[string]any)
+		for k, w := range want {
+			if h[k] != w {
+				t.Errorf("upstreams[%d].headers.%s = %#v, want %#v", i, k, h[k], w)
+			}
+		}
+	}
+	if f.Upstreams[0].Headers.User != nil {
+		t.Error("Effective changed the File's upstreams")
+	}
+}

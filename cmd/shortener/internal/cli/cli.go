@@ -84,9 +84,13 @@ Stores (--store):
   memory:                    in memory, lost on exit (tests and demos)
 
 Identity (pick at most one):
-  --idp-server-url ...       verify bearer tokens in-process with pkg/idp:
+  --idp-server-url ... --idp-realm ..., or --idp-issuer-url ...
+                             verify bearer tokens in-process with pkg/idp,
+                             of a Keycloak realm or of any OpenID Connect
+                             issuer (--idp-claims-preset generic for the
+                             roles claim of Entra ID, Auth0, Okta...):
                              POST /shorten needs a valid access token (and
-                             the --idp-create-roles realm roles, if any); the
+                             one of the --idp-create-roles, if any); the
                              token's subject is stored as created_by.
                              The /links API needs any valid token.
                              Redirects, /health and the page stay public.
@@ -163,7 +167,9 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.String("idp-cookie-name", "access_token", "cookie read with --idp-token-location cookie")
 	f.String("idp-server-url", "", "OpenID Connect provider base URL (e.g. https://sso.example.com); enables in-process token checks on POST /shorten")
 	f.String("idp-realm", "", "realm of --idp-server-url (required with it)")
-	f.String("idp-client-id", "", "client ID tokens must be issued for (required with --idp-server-url)")
+	f.String("idp-issuer-url", "", "issuer URL of any OpenID Connect provider (e.g. https://login.microsoftonline.com/TENANT/v2.0), found by discovery; instead of --idp-server-url and --idp-realm")
+	f.String("idp-claims-preset", "", `where identity is read from tokens: "keycloak" (realm_access.roles, ...) or "generic" (roles, scope or scp, preferred_username; other providers) (default keycloak)`)
+	f.String("idp-client-id", "", "client ID tokens must be issued for (required with --idp-server-url or --idp-issuer-url)")
 	f.String("idp-audience", "", "accepted audience (default: --idp-client-id)")
 	f.StringSlice("idp-optional-audiences", nil, `extra accepted audiences, comma-separated (e.g. "account" for service tokens)`)
 	f.StringSlice("idp-create-roles", nil, "realm roles needed to create links, comma-separated, any one suffices (default: any valid token)")

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
 // config is the resolved configuration of one run.
@@ -55,11 +56,13 @@ type config struct {
 	// tracerProvider is set by run when Tracing is on.
 	tracerProvider trace.TracerProvider
 
-	// In-process pkg/idp mode (on when IDPServerURL is set): POST /shorten
-	// needs a valid access token, and the token's subject becomes the
-	// link's creator.
+	// In-process pkg/idp mode (on when IDPServerURL or IDPIssuerURL is
+	// set): POST /shorten needs a valid access token, and the token's
+	// subject becomes the link's creator.
 	IDPServerURL         string
 	IDPRealm             string
+	IDPIssuerURL         string
+	IDPClaimsPreset      idp.ClaimPreset
 	IDPClientID          string
 	IDPAudience          string
 	IDPOptionalAudiences []string
@@ -93,6 +96,7 @@ func loadConfig(v *viper.Viper) (config, error) {
 
 		IDPServerURL:         v.GetString("idp-server-url"),
 		IDPRealm:             v.GetString("idp-realm"),
+		IDPIssuerURL:         v.GetString("idp-issuer-url"),
 		IDPClientID:          v.GetString("idp-client-id"),
 		IDPAudience:          v.GetString("idp-audience"),
 		IDPOptionalAudiences: splitList(v.GetStringSlice("idp-optional-audiences")),
@@ -194,14 +198,23 @@ func loadConfig(v *viper.Viper) (config, error) {
 	if _, _, err := parseStore(cfg.Store); err != nil {
 		errs = append(errs, err)
 	}
-	if cfg.IDPServerURL != "" {
+	// "" stays "": idp.ClaimMapping's zero preset is Keycloak's.
+	cfg.IDPClaimsPreset = idp.ClaimPreset(v.GetString("idp-claims-preset"))
+	if _, err := idp.ParseClaimPreset(string(cfg.IDPClaimsPreset)); err != nil {
+		errs = append(errs, fmt.Errorf("shortener: idp-claims-preset: %w", err))
+	}
+	switch {
+	case cfg.IDPServerURL != "" || cfg.IDPIssuerURL != "":
 		if cfg.TrustIdentity {
-			errs = append(errs, errors.New("shortener: --idp-server-url and --trust-identity-headers exclude each other: pick one source of identity"))
+			errs = append(errs, errors.New("shortener: --idp-server-url (or --idp-issuer-url) and --trust-identity-headers exclude each other: pick one source of identity"))
+		}
+		if cfg.IDPIssuerURL != "" && (cfg.IDPServerURL != "" || cfg.IDPRealm != "") {
+			errs = append(errs, errors.New("shortener: --idp-issuer-url excludes --idp-server-url and --idp-realm: give the issuer URL (any OpenID Connect provider) or a Keycloak server URL and realm"))
 		}
 		// The rest (realm, client ID, URL shape) is checked by idp.New,
 		// which names the missing or malformed option.
-	} else if cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" || cfg.IDPTokenLocation == "cookie" {
-		errs = append(errs, errors.New("shortener: --idp-* options need --idp-server-url"))
+	case cfg.IDPRealm != "" || cfg.IDPClientID != "" || len(cfg.IDPCreateRoles) > 0 || len(cfg.IDPOptionalAudiences) > 0 || cfg.IDPAudience != "" || cfg.IDPTokenLocation == "cookie" || cfg.IDPClaimsPreset != "":
+		errs = append(errs, errors.New("shortener: --idp-* options need --idp-server-url or --idp-issuer-url"))
 	}
 	cfg.Tracing = getBool("tracing")
 	if tpf, err := tracing.ParsePrefixes(splitList(v.GetStringSlice("trace-parent-from"))); err != nil {

@@ -114,10 +114,12 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 		log.Info("base URL derived from the listen address; set --base-url for production", "base_url", cfg.BaseURL)
 	}
 	var plugin *idp.Plugin
-	if cfg.IDPServerURL != "" {
+	if cfg.IDPServerURL != "" || cfg.IDPIssuerURL != "" {
 		plugin, err = idp.New(ctx, idp.Config{
 			ServerURL:         cfg.IDPServerURL,
 			Realm:             cfg.IDPRealm,
+			IssuerURL:         cfg.IDPIssuerURL,
+			Claims:            idp.ClaimMapping{Preset: cfg.IDPClaimsPreset},
 			ClientID:          cfg.IDPClientID,
 			Audience:          cfg.IDPAudience,
 			OptionalAudiences: cfg.IDPOptionalAudiences,
