@@ -6,44 +6,17 @@
 // The page is one html/template (contextual escaping: the detail, the user
 // name and the links are data, never markup) with its stylesheet inline,
 // allowed by its hash in the page's Content-Security-Policy: it needs no
-// asset of its own, so it works in front of any upstream.
+// asset of its own, so it works in front of any upstream. New builds a
+// deployment's own pages (its template, stylesheet, colours and logo),
+// checked once when loaded so that no mistake in them surfaces as an error
+// at request time.
 package errorpage
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"embed"
-	"encoding/base64"
-	"html/template"
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
-
-//go:embed page.html page.css
-var files embed.FS
-
-// The template and its stylesheet are parsed once and never change.
-var (
-	pageTmpl = template.Must(template.ParseFS(files, "page.html"))
-	pageCSS  = mustRead("page.css")
-	pageCSP  = "default-src 'none'; style-src 'sha256-" + hashOf(pageCSS) + "'; base-uri 'none'; frame-ancestors 'none'"
-)
-
-func mustRead(name string) string {
-	b, err := files.ReadFile(name)
-	if err != nil {
-		panic(err) // embedded by go:embed above: cannot fail
-	}
-	return string(b)
-}
-
-func hashOf(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return base64.StdEncoding.EncodeToString(sum[:])
-}
 
 // Page is what a refusal page says. Every field but Status is optional:
 // Title and Summary default to a wording of Status, and a link left empty
@@ -72,13 +45,6 @@ type Page struct {
 	RequestID string
 }
 
-// data fills page.html.
-type data struct {
-	Page
-	StatusText string
-	CSS        template.CSS
-}
-
 // wording is the default title and summary of a status.
 var wording = map[int][2]string{
 	http.StatusBadRequest:            {"Bad request", "The request could not be understood, so it was not passed on."},
@@ -94,10 +60,12 @@ var wording = map[int][2]string{
 	http.StatusGatewayTimeout:        {"The service did not answer in time", "The service behind the sign-in took too long to answer. Try again in a moment."},
 }
 
-// Write answers the page with p.Status. It sets the headers of a page
-// that no cache keeps and no frame shows; cookies and other headers the
-// caller set (WWW-Authenticate, Retry-After) are kept.
-func Write(w http.ResponseWriter, p Page) {
+// Write answers the page with p.Status in the built-in look (Default).
+func Write(w http.ResponseWriter, p Page) { _ = Default().Write(w, p) }
+
+// withDefaults fills the title and summary of p's status and its
+// request id from the answer's X-Request-Id.
+func (p Page) withDefaults(h http.Header) Page {
 	if p.Status == 0 {
 		p.Status = http.StatusInternalServerError
 	}
@@ -115,30 +83,13 @@ func Write(w http.ResponseWriter, p Page) {
 	if p.Summary == "" {
 		p.Summary = "The request could not be served."
 	}
-	h := w.Header()
 	if p.RequestID == "" {
 		p.RequestID = h.Get("X-Request-Id")
 	}
 	if len(p.RequestID) > 128 {
 		p.RequestID = p.RequestID[:128]
 	}
-	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, data{Page: p, StatusText: http.StatusText(p.Status), CSS: template.CSS(pageCSS)}); err != nil {
-		// Cannot happen (the template is fixed, the fields are strings):
-		// the program's answer is still an answer.
-		problem.Write(w, p.Status, p.Detail)
-		return
-	}
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", pageCSP)
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
-	h.Add("Vary", "Accept, Sec-Fetch-Mode")
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(buf.Bytes())
+	return p
 }
 
 // Wanted reports whether r is a browser navigation, which gets a page,
