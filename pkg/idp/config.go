@@ -204,6 +204,12 @@ type Config struct {
 	// specification. [nil]
 	Session *SessionConfig
 
+	// Pages are the HTML pages browser navigations get for refusals and
+	// errors, from NewPages: a template of the deployment's own, or the
+	// built-in page with its logo, name and colours. [nil: the built-in
+	// page]
+	Pages *Pages
+
 	// TracerProvider records OpenTelemetry spans: idp.authorize around
 	// Middleware, Require, Authenticate and the With* adapters (issuer,
 	// cache hit or miss, outcome), idp.jwks.fetch for every key-set fetch,

@@ -59,7 +59,16 @@ func (p *Plugin) writePage(w http.ResponseWriter, r *http.Request, status int, d
 			pg.Retry = r.URL.RequestURI()
 		}
 	}
-	errorpage.Write(w, pg)
+	p.answerPage(w, pg)
+}
+
+// answerPage writes pg with the configured pages (Config.Pages). A
+// template that fails on this page's text (NewPages checked it on every
+// status) answers the built-in page, logged.
+func (p *Plugin) answerPage(w http.ResponseWriter, pg errorpage.Page) {
+	if err := p.cfg.Pages.renderer().Write(w, pg); err != nil {
+		p.cfg.Logger.Warn("idp: the page template failed: the built-in page was answered", "status", pg.Status, "error", err)
+	}
 }
 
 // authPageWriter turns the problem+json refusals of the /auth routes into
@@ -125,5 +134,5 @@ func (pw *authPageWriter) finish() {
 	default:
 		pg.SignIn = pw.a.p.LoginURL("/")
 	}
-	errorpage.Write(pw.ResponseWriter, pg)
+	pw.a.p.answerPage(pw.ResponseWriter, pg)
 }
