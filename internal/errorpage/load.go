@@ -157,6 +157,7 @@ func New(o Options) (*Pages, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	ps.sum, ps.code = digest(files.template, css, ps.logo, ps.name), o.Template
 	return ps, nil
 }
 

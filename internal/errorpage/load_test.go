@@ -244,3 +244,52 @@ func TestNewConfigMapLayout(t *testing.T) {
 		t.Errorf("style.css not used:\n%s", rec.Body)
 	}
 }
+
+// Pages loaded twice from the same files are the same (a reload keeps the
+// plugin); a change in any file or option makes them differ.
+func TestSame(t *testing.T) {
+	load := func(tmpl, css string, o Options) *Pages {
+		t.Helper()
+		o.FS = fstest.MapFS{"error.html": {Data: []byte(tmpl)}, "style.css": {Data: []byte(css)}}
+		ps, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	a := load("<p>{{.Title}}</p>", "p {}", Options{})
+	code := template.Must(template.New("x").Parse("<p>{{.Title}}</p>"))
+	plain, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		x, y *Pages
+		same bool
+	}{
+		{"same files", a, load("<p>{{.Title}}</p>", "p {}", Options{}), true},
+		{"template changed", a, load("<p>{{.Title}}!</p>", "p {}", Options{}), false},
+		{"style changed", a, load("<p>{{.Title}}</p>", "p { }", Options{}), false},
+		{"name changed", a, load("<p>{{.Title}}</p>", "p {}", Options{Name: "x"}), false},
+		{"colour changed", a, load("<p>{{.Title}}</p>", "p {}", Options{Colors: Colors{Text: "red"}}), false},
+		{"logo changed", a, load("<p>{{.Title}}</p>", "p {}", Options{Logo: pngLogo}), false},
+		{"built-in", nil, plain, true},
+		{"built-in and files", nil, a, false},
+		{"code template", mustNew(t, Options{Template: code}), mustNew(t, Options{Template: code}), true},
+		{"another code template", mustNew(t, Options{Template: code}), mustNew(t, Options{Template: template.Must(template.New("x").Parse("<p>{{.Title}}</p>"))}), false},
+	} {
+		if got := c.x.Same(c.y); got != c.same {
+			t.Errorf("%s: Same = %v", c.name, got)
+		}
+	}
+}
+
+func mustNew(t *testing.T, o Options) *Pages {
+	t.Helper()
+	ps, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/binary"
 	"html/template"
 	"net/http"
 	"strconv"
@@ -26,6 +27,7 @@ func mustBuiltin() *Pages {
 		tmpl: template.Must(template.ParseFS(files, "page.html")),
 		css:  template.CSS(css),
 		csp:  policy([]string{string(css)}),
+		sum:  digest(nil, string(css), "", ""),
 	}
 }
 
@@ -42,6 +44,23 @@ type Pages struct {
 	csp  string
 	logo template.URL
 	name string
+	// sum identifies what the pages were made of (the template file's
+	// text, the stylesheet, the logo, the name), and code the template
+	// given in Go: see Same.
+	sum  [sha256.Size]byte
+	code *template.Template
+}
+
+// Same reports whether ps and o were made of the same files and options
+// (a reload that changed nothing); nil is the built-in pages.
+func (ps *Pages) Same(o *Pages) bool {
+	if ps == nil {
+		ps = builtin
+	}
+	if o == nil {
+		o = builtin
+	}
+	return ps.sum == o.sum && ps.code == o.code
 }
 
 // Data is what a page's template is executed with. Every string is text,
@@ -95,6 +114,19 @@ func (ps *Pages) Write(w http.ResponseWriter, p Page) error {
 // render executes the template on p (defaults filled).
 func (ps *Pages) render(buf *bytes.Buffer, p Page) error {
 	return ps.tmpl.Execute(buf, Data{Page: p, StatusText: http.StatusText(p.Status), CSS: ps.css, Logo: ps.logo, Name: ps.name})
+}
+
+// digest is the Pages.sum of a template file's text (nil for none), a
+// stylesheet, a logo and a name.
+func digest(tmpl []byte, css string, logo template.URL, name string) [sha256.Size]byte {
+	h := sha256.New()
+	for _, part := range [][]byte{tmpl, []byte(css), []byte(logo), []byte(name)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	return [sha256.Size]byte(h.Sum(nil))
 }
 
 // policy is the Content-Security-Policy of a page whose inline

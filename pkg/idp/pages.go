@@ -63,7 +63,8 @@ type PagesConfig struct {
 	FS fs.FS
 	// Template replaces the built-in page, executed with the data above;
 	// for templates built in Go (with functions of their own).
-	// Exclusive with an error.html in Dir or FS. [the built-in page]
+	// Exclusive with an error.html in Dir or FS. NewPages executes it,
+	// so html/template allows no further Parse. [the built-in page]
 	Template *template.Template
 	// Logo is the content of an image file (PNG, JPEG, GIF, WebP or SVG,
 	// at most 64 KiB), shown above the heading of the built-in page
@@ -136,6 +137,11 @@ func NewPages(c PagesConfig) (*Pages, error) {
 	}
 	return &Pages{r: r}, nil
 }
+
+// Same reports whether ps and o were made of the same files and options
+// (a configuration reload that left them alone). A Template given in Go
+// is the same only as itself. nil is the built-in page.
+func (ps *Pages) Same(o *Pages) bool { return ps.renderer().Same(o.renderer()) }
 
 // unjoin returns the errors joined in err, or err alone.
 func unjoin(err error) []error {

@@ -145,7 +145,11 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 // sameIDP reports whether two plugin configurations are the same but for
 // the Go-only fields a reload does not change.
 func sameIDP(a, b idp.Config) bool {
+	if !a.Pages.Same(b.Pages) {
+		return false
+	}
 	a.Logger, b.Logger, a.HTTPClient, b.HTTPClient, a.Now, b.Now = nil, nil, nil, nil, nil, nil
+	a.Pages, b.Pages = nil, nil // compared by what they were made of, above
 	return reflect.DeepEqual(a, b)
 }
 

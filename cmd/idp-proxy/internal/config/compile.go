@@ -221,6 +221,9 @@ func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 		sc, _ = f.Session.sessionConfig(true) // the rest of the session section, without its secret file
 	}
 	ic.Session = sc
+	if ic.Pages, err = f.Pages.load(); err != nil {
+		errs = append(errs, err)
+	}
 	return ic, errors.Join(errs...)
 }
 

@@ -52,6 +52,9 @@ type File struct {
 	// SkipAuthPreflight lets CORS preflights through to the upstream
 	// without a token. [false]
 	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
+	// Pages are the look of the HTML pages browsers get for refusals
+	// and errors. [the built-in page]
+	Pages Pages `mapstructure:"pages"`
 
 	// fromEnv maps the keys Load took from the environment to their
 	// variables, so that Check's errors can name the variable.
