@@ -152,6 +152,14 @@
 // replicas a copied state cookie could be replayed once on each other
 // replica; the provider's refusal of the reused code still stops it.
 //
+// # Pages for browsers
+//
+// A browser navigation (WantsPage) gets an HTML page for a refusal or an
+// error of the /auth routes, with the status and headers the program's
+// problem+json answer has. Config.Pages gives them the site's own
+// template, stylesheet, logo and colours (NewPages, PagesConfig), read and
+// checked once: a template error is a configuration error, never a 500.
+//
 // # Service tokens
 //
 // Plugin.ClientCredentials returns an oauth2.TokenSource for the
