@@ -98,9 +98,10 @@ func New(o Options) (*Pages, error) {
 	bad := func(opt string, err error) { errs = append(errs, &OptionError{Option: opt, Err: err}) }
 	var files dirFiles
 	if o.FS != nil {
-		var err error
-		if files, err = readDir(o.FS, o.Source); err != nil {
-			bad("dir", err)
+		var dirErrs []error
+		files, dirErrs = readDir(o.FS, o.Source)
+		for _, e := range dirErrs {
+			bad("dir", e)
 		}
 	}
 	ps := &Pages{tmpl: builtin.tmpl, name: o.Name}
@@ -161,12 +162,13 @@ func New(o Options) (*Pages, error) {
 	return ps, nil
 }
 
-// readDir reads the deployment's files from fsys.
-func readDir(fsys fs.FS, source string) (dirFiles, error) {
+// readDir reads the deployment's files from fsys; each error names its
+// file.
+func readDir(fsys fs.FS, source string) (dirFiles, []error) {
 	var f dirFiles
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return f, fmt.Errorf("%s: %w", display(source, "."), unwrapPath(err))
+		return f, []error{fmt.Errorf("%s: %w", display(source, "."), unwrapPath(err))}
 	}
 	var errs []error
 	read := func(name string, limit int) []byte {
@@ -207,7 +209,7 @@ func readDir(fsys fs.FS, source string) (dirFiles, error) {
 		errs = append(errs, fmt.Errorf("%s holds none of %s, %s, %s.{%s}", display(source, "."),
 			TemplateFile, StyleFile, LogoFile, strings.Join(logoExtensions(), ",")))
 	}
-	return f, errors.Join(errs...)
+	return f, errs
 }
 
 func logoExtensions() []string {

@@ -293,3 +293,24 @@ func mustNew(t *testing.T, o Options) *Pages {
 	}
 	return ps
 }
+
+// Each problem of the directory is an error of its own, naming its file.
+func TestNewReportsEveryFile(t *testing.T) {
+	_, err := New(Options{Source: "/etc/pages", FS: fstest.MapFS{
+		"eror.html":  {Data: []byte("x")},
+		"styles.css": {Data: []byte("x")},
+		"logo.gif":   {Data: []byte("not a gif")},
+	}})
+	errs := err.(interface{ Unwrap() []error }).Unwrap()
+	var names []string
+	for _, e := range errs {
+		var oe *OptionError
+		if !errors.As(e, &oe) || oe.Option != "dir" || strings.Contains(e.Error(), "\n") {
+			t.Errorf("%q: not one problem of dir", e)
+		}
+		names = append(names, strings.SplitN(oe.Err.Error(), ":", 2)[0])
+	}
+	if want := "/etc/pages/eror.html /etc/pages/styles.css /etc/pages/logo.gif"; strings.Join(names, " ") != want {
+		t.Errorf("errors name %v, want %s", names, want)
+	}
+}
