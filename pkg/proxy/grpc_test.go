@@ -247,8 +247,11 @@ func TestGRPCThroughProxy(t *testing.T) {
 				}
 			})
 			t.Run("refusals are gRPC statuses", func(t *testing.T) {
+				// grpc-go maps an HTTP 401 to Unauthenticated too, but with
+				// "unexpected HTTP status code" as its message: the proxy's
+				// own detail shows that the answer was a gRPC one.
 				_, err := g.client.UnaryCall(g.ctx(t, ""), &testpb.SimpleRequest{})
-				if st := status.Convert(err); st.Code() != codes.Unauthenticated || st.Message() == "" {
+				if st := status.Convert(err); st.Code() != codes.Unauthenticated || !strings.Contains(st.Message(), "token") || strings.Contains(st.Message(), "HTTP status") {
 					t.Errorf("no token: %v", err)
 				}
 				_, err = g.client.UnaryCall(g.ctx(t, "not.a.token"), &testpb.SimpleRequest{})
@@ -256,7 +259,7 @@ func TestGRPCThroughProxy(t *testing.T) {
 					t.Errorf("invalid token: %v", err)
 				}
 				_, err = g.client.EmptyCall(g.ctx(t, g.token), &testpb.Empty{})
-				if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), "role") {
+				if st := status.Convert(err); st.Code() != codes.PermissionDenied || !strings.Contains(st.Message(), "role") || strings.Contains(st.Message(), "HTTP status") {
 					t.Errorf("without the admin role: %v", err)
 				}
 				admin := g.idp.Mint(g.idp.UserClaims("shortener", "root", "admin"))
@@ -404,6 +407,36 @@ func TestGRPCUpstreamDown(t *testing.T) {
 	}
 }
 
+// TestGRPCClientStreamNotBoundByBodyLimit: max_body_bytes bounds request
+// bodies, not the total of a gRPC client stream (its server bounds each
+// message).
+func TestGRPCClientStreamNotBoundByBodyLimit(t *testing.T) {
+	idpSrv := newProvider(t)
+	up := grpctest.Start(t, grpctest.New(), nil)
+	cfg := testConfig(idpSrv, "http://"+up.Addr)
+	cfg.Upstream.Protocol = ProtocolH2C
+	cfg.MaxBodyBytes = 1000
+	_, addr := startProxyH2C(t, cfg)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
+	st, err := testpb.NewTestServiceClient(conn).StreamingInputCall(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := st.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: make([]byte, 900)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if resp, err := st.CloseAndRecv(); err != nil || resp.GetAggregatedPayloadSize() != 4500 {
+		t.Fatalf("%v %v", resp, err)
+	}
+}
+
 // startProxyH2C serves a Proxy of cfg with internal/server, h2c on, and
 // returns it with its address.
 func startProxyH2C(t *testing.T, cfg testSetup) (*Proxy, string) {
@@ -451,6 +484,81 @@ func TestGRPCRefusalShape(t *testing.T) {
 	resp, _ := do(t, "POST", srv.URL+"/grpc.testing.TestService/UnaryCall", "", map[string]string{"Content-Type": "application/grpcx"}, "x")
 	if resp.StatusCode != 401 || resp.Header.Get("Grpc-Status") != "" {
 		t.Errorf("application/grpcx: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestUpstreamProtocolChecked: the upstream section's protocol must fit
+// its URL's scheme; upstreams[] inherit it unless they set their own.
+func TestUpstreamProtocolChecked(t *testing.T) {
+	idpSrv := newProvider(t)
+	for _, c := range []struct {
+		url, protocol string
+		stream        time.Duration
+		want          string // "" when valid
+	}{
+		{"http://x", ProtocolH2C, 0, ""},
+		{"https://x", ProtocolH2, time.Minute, ""},
+		{"http://x", ProtocolHTTP1, 0, ""},
+		{"https://x", ProtocolAuto, 0, ""},
+		{"http://x", ProtocolH2, 0, "upstream.protocol h2 is HTTP/2 over TLS"},
+		{"https://x", ProtocolH2C, 0, "upstream.protocol h2c is HTTP/2 without TLS"},
+		{"http://x", "HTTP2", 0, `upstream.protocol "HTTP2"`},
+		{"http://x", "", -time.Second, "upstream.stream_timeout must not be negative"},
+	} {
+		s := testConfig(idpSrv, c.url)
+		s.Upstream.Protocol, s.Upstream.StreamTimeout = c.protocol, c.stream
+		_, err := Compile(s.Config, s.IDP)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s %q %s: %v, want %q", c.url, c.protocol, c.stream, err, c.want)
+		}
+	}
+	// Inherited: the section's h2c, with an https upstream of its own
+	// that says auto.
+	s := testConfig(idpSrv, "")
+	s.Upstream.Protocol = ProtocolH2C
+	s.Upstreams = []UpstreamRoute{
+		{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}},
+		{Match: "b.test/", UpstreamConfig: UpstreamConfig{URL: "https://y", Protocol: ProtocolAuto}},
+	}
+	if _, err := Compile(s.Config, s.IDP); err != nil {
+		t.Errorf("inherited protocol: %v", err)
+	}
+	s.Upstreams[1].Protocol = ""
+	if _, err := Compile(s.Config, s.IDP); err == nil || !strings.Contains(err.Error(), "upstreams[1].protocol h2c") {
+		t.Errorf("inherited h2c on https: %v", err)
+	}
+}
+
+// TestUpstreamProtocols: the protocol the proxy speaks to the upstream,
+// as the upstream sees it.
+func TestUpstreamProtocols(t *testing.T) {
+	idpSrv := newProvider(t)
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, r.Proto) })
+	tlsUp := httptest.NewUnstartedServer(echo)
+	tlsUp.EnableHTTP2 = true
+	tlsUp.StartTLS()
+	t.Cleanup(tlsUp.Close)
+	plainUp := httptest.NewUnstartedServer(echo)
+	plainUp.Config.Protocols = new(http.Protocols)
+	plainUp.Config.Protocols.SetHTTP1(true)
+	plainUp.Config.Protocols.SetUnencryptedHTTP2(true)
+	plainUp.Start()
+	t.Cleanup(plainUp.Close)
+	ca := writePEM(t, tlsUp)
+	for _, c := range []struct{ url, protocol, want string }{
+		{tlsUp.URL, ProtocolAuto, "HTTP/2.0"},
+		{tlsUp.URL, ProtocolH2, "HTTP/2.0"},
+		{tlsUp.URL, ProtocolHTTP1, "HTTP/1.1"},
+		{plainUp.URL, ProtocolAuto, "HTTP/1.1"},
+		{plainUp.URL, ProtocolH2C, "HTTP/2.0"},
+	} {
+		cfg := testConfig(idpSrv, c.url)
+		cfg.Upstream.Protocol, cfg.Upstream.CAFile = c.protocol, ca
+		cfg.Routes = []RouteConfig{{Match: "/", Public: true}}
+		_, srv := startProxy(t, cfg, Options{}, false)
+		if resp, body := do(t, "GET", srv.URL+"/", "", nil, ""); resp.StatusCode != 200 || body != c.want {
+			t.Errorf("%s %q: %d %q, want %s", c.url, c.protocol, resp.StatusCode, body, c.want)
+		}
 	}
 }
 
