@@ -200,6 +200,7 @@ func DefaultConfig() Config {
 			MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
 			IdleTimeout:         DefaultUpstreamIdleTimeout,
 			StreamTimeout:       DefaultStreamTimeout,
+			Protocol:            ProtocolAuto,
 		},
 		DefaultPolicy: PolicyAuthenticated,
 		Headers: HeadersConfig{

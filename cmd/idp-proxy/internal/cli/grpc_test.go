@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,5 +147,35 @@ log: {level: warn}
 				t.Errorf("no admin role: %v", err)
 			}
 		})
+	}
+}
+
+// TestCheckConfigProtocols: check-config refuses a protocol that does not
+// fit the upstream's URL, an unknown one, a negative stream_timeout and a
+// server.h2c that is no boolean, naming the key.
+func TestCheckConfigProtocols(t *testing.T) {
+	idpSrv := idptest.NewServer(t)
+	for _, c := range []struct{ upstream, extra, want string }{
+		{"upstream: {url: http://127.0.0.1:1, protocol: h2}", "", "upstream.protocol h2 is HTTP/2 over TLS"},
+		{"upstream: {url: https://127.0.0.1:1, protocol: h2c}", "", "upstream.protocol h2c is HTTP/2 without TLS"},
+		{"upstream: {url: http://127.0.0.1:1, protocol: grpc}", "", `upstream.protocol "grpc"`},
+		{"upstream: {url: http://127.0.0.1:1, stream_timeout: -1s}", "", "upstream.stream_timeout"},
+		{"upstream: {url: http://127.0.0.1:1}", "server: {h2c: maybe}", "h2c"},
+		{"upstreams: [{match: a.test/, url: https://127.0.0.1:1, protocol: h2c}]", "", "upstreams[0].protocol h2c"},
+	} {
+		y := fmt.Sprintf("%s\nidp: {server_url: %q, realm: %s, client_id: shortener}\n%s\n", c.upstream, idpSrv.URL, idpSrv.Realm, c.extra)
+		cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+		if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, err := run(t, deps{}, "check-config", cfg)
+		if err == nil || !strings.Contains(out+errOut+err.Error(), c.want) {
+			t.Errorf("%s %s: %v\n%s%s\nwant %q", c.upstream, c.extra, err, out, errOut, c.want)
+		}
+	}
+	ok := filepath.Join(t.TempDir(), "ok.yaml")
+	_ = os.WriteFile(ok, []byte(fmt.Sprintf("upstream: {url: http://127.0.0.1:1, protocol: h2c, stream_timeout: 10m}\nserver: {h2c: true}\nidp: {server_url: %q, realm: %s, client_id: shortener}\n", idpSrv.URL, idpSrv.Realm)), 0o600)
+	if _, _, err := run(t, deps{}, "check-config", ok); err != nil {
+		t.Errorf("h2c configuration: %v", err)
 	}
 }
