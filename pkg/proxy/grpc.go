@@ -54,7 +54,9 @@ func (p *Proxy) newGRPCForward(tr http.RoundTripper, c UpstreamConfig, rewrite f
 		t.ResponseHeaderTimeout = 0 // the call's deadline bounds it
 		tr = t
 	}
-	return &grpcForward{rp: p.newReverseProxy(p.traced(tr), rewrite), streamTimeout: c.StreamTimeout}
+	rp := p.newReverseProxy(p.traced(tr), rewrite)
+	rp.FlushInterval = -1 // every message at once, whatever the upstream's framing
+	return &grpcForward{rp: rp, streamTimeout: c.StreamTimeout}
 }
 
 // serve forwards the call r, whose deadlines become the stream timeout's.

@@ -439,7 +439,7 @@ func TestGRPCClientStreamNotBoundByBodyLimit(t *testing.T) {
 
 // startProxyH2C serves a Proxy of cfg with internal/server, h2c on, and
 // returns it with its address.
-func startProxyH2C(t *testing.T, cfg testSetup) (*Proxy, string) {
+func startProxyH2C(t testing.TB, cfg testSetup) (*Proxy, string) {
 	t.Helper()
 	p, err := newProxy(t, cfg, Options{})
 	if err != nil {
