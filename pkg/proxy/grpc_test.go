@@ -36,6 +36,7 @@ var grpcRoutes = []RouteConfig{
 // (h2c on its plain listener, short read and write timeouts), or by an
 // HTTPS httptest server.
 type grpcRig struct {
+	proxy    *Proxy
 	idp      *idptest.Server
 	svc      *grpctest.Service
 	upstream *grpctest.Server
@@ -76,6 +77,7 @@ func startGRPCRig(t *testing.T, upstreamTLS, proxyTLS bool) *grpcRig {
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	g.proxy = p
 	var creds credentials.TransportCredentials
 	var addr string
 	if proxyTLS {
@@ -146,6 +148,13 @@ func TestGRPCThroughProxy(t *testing.T) {
 				}
 				if got := trl.Get("x-echo-trailer"); len(got) != 1 || got[0] != "ping" {
 					t.Errorf("trailer metadata %v", trl)
+				}
+			})
+			t.Run("readiness reaches the gRPC upstream", func(t *testing.T) {
+				rec := httptest.NewRecorder()
+				g.proxy.OpsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+				if rec.Code != 200 {
+					t.Errorf("/readyz: %d %s", rec.Code, rec.Body)
 				}
 			})
 			t.Run("upstream status and message pass unchanged", func(t *testing.T) {
