@@ -26,7 +26,8 @@ import (
 // Service is grpc_testing.TestService:
 //
 //   - every call echoes the request's "x-echo" metadata as the response's
-//     "x-echo" header and "x-echo-trailer" trailer;
+//     "x-echo" header and "x-echo-trailer" trailer, and with it the binary
+//     "x-echo-bin" as a header;
 //   - UnaryCall fills Username with the "x-auth-request-user" metadata
 //     (the identity the proxy sends) and returns ResponseStatus when set;
 //   - StreamingOutputCall calls BeforeSend before each message (to hold
@@ -50,9 +51,12 @@ func New() *Service { return &Service{Cancelled: make(chan string, 16)} }
 func echo(ctx context.Context) (header, trailer metadata.MD) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if v := md.Get("x-echo"); len(v) > 0 {
-		return metadata.Pairs("x-echo", strings.Join(v, ",")), metadata.Pairs("x-echo-trailer", strings.Join(v, ","))
+		header, trailer = metadata.Pairs("x-echo", strings.Join(v, ",")), metadata.Pairs("x-echo-trailer", strings.Join(v, ","))
+		if b := md.Get("x-echo-bin"); len(b) > 0 {
+			header.Set("x-echo-bin", b...)
+		}
 	}
-	return nil, nil
+	return header, trailer
 }
 
 // watch returns the deferred check of a handler: its context ended

@@ -135,7 +135,7 @@ func TestGRPCThroughProxy(t *testing.T) {
 			g := startGRPCRig(t, tc.upstreamTLS, tc.proxyTLS)
 			t.Run("unary with metadata, trailers and identity", func(t *testing.T) {
 				var hdr, trl metadata.MD
-				resp, err := g.client.UnaryCall(g.ctx(t, g.token, "x-echo", "ping", "x-auth-request-user", "mallory"),
+				resp, err := g.client.UnaryCall(g.ctx(t, g.token, "x-echo", "ping", "x-echo-bin", "\x00\x01\xff", "x-auth-request-user", "mallory"),
 					&testpb.SimpleRequest{ResponseSize: 5, FillUsername: true}, grpc.Header(&hdr), grpc.Trailer(&trl))
 				if err != nil {
 					t.Fatal(err)
@@ -145,6 +145,9 @@ func TestGRPCThroughProxy(t *testing.T) {
 				}
 				if got := hdr.Get("x-echo"); len(got) != 1 || got[0] != "ping" {
 					t.Errorf("header metadata %v", hdr)
+				}
+				if got := hdr.Get("x-echo-bin"); len(got) != 1 || got[0] != "\x00\x01\xff" {
+					t.Errorf("binary metadata %q", got)
 				}
 				if got := trl.Get("x-echo-trailer"); len(got) != 1 || got[0] != "ping" {
 					t.Errorf("trailer metadata %v", trl)
