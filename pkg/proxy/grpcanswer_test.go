@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
 )
 
 // TestGRPCRefusalShape checks the bytes of a refusal: HTTP 200,
@@ -66,6 +68,31 @@ func TestGRPCMethodRules(t *testing.T) {
 		d, err := p.Decide(context.Background(), "POST", c.path, "")
 		if err != nil || d.Rule != c.rule {
 			t.Errorf("%s: rule %q (%v), want %q", c.path, d.Rule, err, c.rule)
+		}
+	}
+}
+
+// TestGRPCCodes: the gRPC code of each HTTP status the proxy answers
+// with, as a gRPC client reads it (google.golang.org/grpc/codes).
+func TestGRPCCodes(t *testing.T) {
+	for status, want := range map[int]codes.Code{
+		401: codes.Unauthenticated,
+		403: codes.PermissionDenied,
+		400: codes.InvalidArgument,
+		404: codes.Unimplemented,
+		405: codes.Unimplemented,
+		421: codes.Unimplemented,
+		408: codes.DeadlineExceeded,
+		504: codes.DeadlineExceeded,
+		413: codes.ResourceExhausted,
+		429: codes.ResourceExhausted,
+		502: codes.Unavailable,
+		503: codes.Unavailable,
+		500: codes.Internal,
+		418: codes.Unknown,
+	} {
+		if got := codes.Code(grpcCode(status)); got != want {
+			t.Errorf("HTTP %d: %v, want %v", status, got, want)
 		}
 	}
 }

@@ -175,7 +175,8 @@ func TestCheckConfigProtocols(t *testing.T) {
 	}
 	ok := filepath.Join(t.TempDir(), "ok.yaml")
 	_ = os.WriteFile(ok, []byte(fmt.Sprintf("upstream: {url: http://127.0.0.1:1, protocol: h2c, stream_timeout: 10m}\nserver: {h2c: true}\nidp: {server_url: %q, realm: %s, client_id: shortener}\n", idpSrv.URL, idpSrv.Realm)), 0o600)
-	if _, _, err := run(t, deps{}, "check-config", ok); err != nil {
-		t.Errorf("h2c configuration: %v", err)
+	out, _, err := run(t, deps{}, "check-config", ok)
+	if err != nil || !strings.Contains(out, "upstream: http://127.0.0.1:1 (h2c)") || !strings.Contains(out, "(h2c too)") {
+		t.Errorf("h2c configuration: %v\n%s", err, out)
 	}
 }
