@@ -11,6 +11,7 @@
 #
 #   bench/grpc_instr.sh                     # 10 s of counted load per case
 #   INSTR_SECONDS=20 bench/grpc_instr.sh
+#   INSTR_KEEP=1 bench/grpc_instr.sh     # keep the callgrind files and logs
 #
 # Needs valgrind (apt-get install valgrind).
 set -euo pipefail
@@ -27,7 +28,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$work"
+	if [ -n "${INSTR_KEEP:-}" ]; then echo "bench/grpc_instr.sh: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -84,7 +85,8 @@ measure() {
 	"$work/grpcload" load -addr "127.0.0.1:$port" -token "$token" -d 3s >/dev/null
 	callgrind_control -z "$vp" >/dev/null 2>&1
 	local n
-	n=$("$work/grpcload" load -addr "127.0.0.1:$port" -token "$token" -d "${secs}s")
+	n=$("$work/grpcload" load -addr "127.0.0.1:$port" -token "$token" -d "${secs}s") ||
+		{ echo "bench/grpc_instr.sh: $name: the load failed; its log:" >&2; tail -15 "$work/$name.log" >&2; exit 1; }
 	callgrind_control -d "$vp" >/dev/null 2>&1
 	kill "$vp"
 	wait "$vp" 2>/dev/null || true
