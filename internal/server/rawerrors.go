@@ -38,7 +38,24 @@ func (l problemListener) Accept() (net.Conn, error) {
 // problemConn rewrites net/http's raw error responses on their way out.
 type problemConn struct {
 	net.Conn
-	hijacked atomic.Bool // the handler owns the connection: never rewrite
+	hijacked atomic.Bool // the handler owns the connection, or it speaks HTTP/2: never rewrite
+	read     bool        // the first bytes were read (by the connection's reader only)
+}
+
+// h2Preface opens every connection of HTTP/2 with prior knowledge (h2c,
+// Options.H2C): its frames are never net/http's raw HTTP/1 errors, even
+// when a message happens to start with such bytes.
+const h2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+func (c *problemConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if !c.read && n > 0 {
+		c.read = true
+		if m := min(n, len(h2Preface)); m >= 3 && string(b[:m]) == h2Preface[:m] {
+			c.hijacked.Store(true)
+		}
+	}
+	return n, err
 }
 
 // markHijacked is the server's ConnState hook: a hijacked connection

@@ -30,6 +30,10 @@ type Options struct {
 	// (GetCertificate: ACME) and protocols in place of the files;
 	// TLSMinVersion still applies. [nil]
 	TLSConfig *tls.Config
+	// H2C accepts HTTP/2 without TLS (prior knowledge, as gRPC clients
+	// send it) on plain listeners, besides HTTP/1.1. TLS listeners
+	// always offer HTTP/2. [false]
+	H2C bool
 	// DrainDelay is how long the listeners keep accepting after the stop
 	// signal (a stop with Drain set), while readiness already reports
 	// not ready, so that load balancers stop sending new requests before
@@ -56,7 +60,15 @@ func New(h http.Handler, o Options) *http.Server {
 		tc = o.TLSConfig.Clone()
 	}
 	tc.MinVersion = o.TLSMinVersion
+	var protocols *http.Protocols
+	if o.H2C {
+		protocols = new(http.Protocols)
+		protocols.SetHTTP1(true)
+		protocols.SetHTTP2(true)
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	return &http.Server{
+		Protocols:         protocols,
 		TLSConfig:         tc,
 		Handler:           h,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,

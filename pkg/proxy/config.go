@@ -77,7 +77,27 @@ type UpstreamConfig struct {
 	// TLS). Set both or neither. [none]
 	ClientCertFile string `mapstructure:"client_cert_file"`
 	ClientKeyFile  string `mapstructure:"client_key_file"`
+	// Protocol is how the proxy speaks to the upstream: "http1"
+	// (HTTP/1.1 only), "h2" (HTTP/2 over TLS only: an https URL), "h2c"
+	// (HTTP/2 without TLS, prior knowledge: an http URL, as gRPC
+	// servers listen), or "auto" (HTTP/2 when an https upstream offers
+	// it, else HTTP/1.1). gRPC needs h2 or h2c (or auto on https). In
+	// upstreams[], "" takes the upstream section's. ["auto"]
+	Protocol string `mapstructure:"protocol"`
+	// StreamTimeout bounds a gRPC call (a request whose Content-Type is
+	// application/grpc...): for it, the server's read and write timeouts
+	// and Timeout are replaced by this limit on the whole call, so that
+	// long streams are not cut; past it the call ends. [1h]
+	StreamTimeout time.Duration `mapstructure:"stream_timeout"`
 }
+
+// Upstream protocols (UpstreamConfig.Protocol).
+const (
+	ProtocolAuto  = "auto"
+	ProtocolHTTP1 = "http1"
+	ProtocolH2    = "h2"
+	ProtocolH2C   = "h2c"
+)
 
 // RouteConfig is one rule. With none of Public, Roles, ClientRoles,
 // Scopes, Groups, Claims and EmailDomains, the rule admits any valid
@@ -161,6 +181,7 @@ const (
 	DefaultUpstreamTimeout     = 30 * time.Second
 	DefaultMaxIdleConnsPerHost = 64
 	DefaultUpstreamIdleTimeout = 4 * time.Second
+	DefaultStreamTimeout       = time.Hour
 	DefaultMaxBodyBytes        = 10 << 20
 	DefaultUserHeader          = "X-Auth-Request-User"
 	DefaultUsernameHeader      = "X-Auth-Request-Preferred-Username"
@@ -178,6 +199,8 @@ func DefaultConfig() Config {
 			Timeout:             DefaultUpstreamTimeout,
 			MaxIdleConnsPerHost: DefaultMaxIdleConnsPerHost,
 			IdleTimeout:         DefaultUpstreamIdleTimeout,
+			StreamTimeout:       DefaultStreamTimeout,
+			Protocol:            ProtocolAuto,
 		},
 		DefaultPolicy: PolicyAuthenticated,
 		Headers: HeadersConfig{
@@ -202,6 +225,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Upstream.IdleTimeout == 0 {
 		c.Upstream.IdleTimeout = d.Upstream.IdleTimeout
+	}
+	if c.Upstream.StreamTimeout == 0 {
+		c.Upstream.StreamTimeout = d.Upstream.StreamTimeout
 	}
 	if c.DefaultPolicy == "" {
 		c.DefaultPolicy = d.DefaultPolicy
@@ -248,6 +274,10 @@ func (u UpstreamConfig) validate(prefix string) []error {
 	}
 	if pu, err := url.Parse(u.URL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || pu.User != nil || pu.RawQuery != "" || pu.Fragment != "" {
 		bad(keys(prefix+"url"), "%surl %q: want http(s)://host[:port][/path], without user info, query or fragment", prefix, u.URL)
+	} else if u.Protocol == ProtocolH2 && pu.Scheme != "https" {
+		bad(keys(prefix+"protocol", prefix+"url"), "%sprotocol h2 is HTTP/2 over TLS and needs an https url (HTTP/2 without TLS is h2c), got %q", prefix, u.URL)
+	} else if u.Protocol == ProtocolH2C && pu.Scheme != "http" {
+		bad(keys(prefix+"protocol", prefix+"url"), "%sprotocol h2c is HTTP/2 without TLS and needs an http url (over TLS it is h2), got %q", prefix, u.URL)
 	} else if p := pu.Port(); p != "" || strings.HasSuffix(pu.Host, ":") {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			bad(keys(prefix+"url"), "%surl %q: port %q is not a TCP port (1-65535)", prefix, u.URL, p)
@@ -271,6 +301,14 @@ func (u UpstreamConfig) validateTransport(prefix string) []error {
 	}
 	if u.IdleTimeout < 0 {
 		bad(keys(prefix+"idle_timeout"), "%sidle_timeout must not be negative, got %s", prefix, u.IdleTimeout)
+	}
+	if u.StreamTimeout < 0 {
+		bad(keys(prefix+"stream_timeout"), "%sstream_timeout must not be negative, got %s", prefix, u.StreamTimeout)
+	}
+	switch u.Protocol {
+	case "", ProtocolAuto, ProtocolHTTP1, ProtocolH2, ProtocolH2C:
+	default:
+		bad(keys(prefix+"protocol"), "%sprotocol %q: want auto, http1, h2 (HTTP/2 over TLS) or h2c (HTTP/2 without TLS)", prefix, u.Protocol)
 	}
 	if (u.ClientCertFile == "") != (u.ClientKeyFile == "") {
 		bad(keys(prefix+"client_cert_file", prefix+"client_key_file"), "%sclient_cert_file and %sclient_key_file go together: set both or neither", prefix, prefix)

@@ -60,6 +60,8 @@ func (v *verdict) answerStatus() int {
 // refuse writes the answer of a refused verdict: problem+json, or the
 // refusal page for a browser navigation (idp.WantsPage).
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
+	w, done := asGRPC(w, r) // a gRPC client reads only grpc-status
+	defer done()
 	if v.byIDP {
 		p.plugin.WriteVerdict(w, r, v.idp)
 		return

@@ -66,6 +66,7 @@ type Proxy struct {
 	headers           *headerRules
 	upstream          *url.URL
 	rp                *httputil.ReverseProxy
+	grpc              *grpcForward // gRPC calls to upstream
 	ups               *upstreamSet // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
 	log               *slog.Logger
@@ -188,6 +189,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 				return nil, err
 			}
 			up.rp = p.newReverseProxy(p.traced(tr), up.rewrite)
+			up.grpc = p.newGRPCForward(tr, up.cfg, up.rewrite)
 			p.probes = append(p.probes, upstreamProbe{match: up.match, url: up.url, rt: tr})
 		}
 		return p, nil
@@ -200,7 +202,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		return nil, err
 	}
 	p.probes = []upstreamProbe{{url: p.upstream, rt: tr, required: true}}
-	p.rp = p.newReverseProxy(p.traced(tr), func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) })
+	rewrite := func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) }
+	p.rp = p.newReverseProxy(p.traced(tr), rewrite)
+	p.grpc = p.newGRPCForward(tr, c.cfg.Upstream, rewrite)
 	return p, nil
 }
 
@@ -326,12 +330,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.answerVerify(w, v)
 		return v
 	}
-	rp := p.rp
+	rp, grpc := p.rp, p.grpc
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
-			rp = up.rp
+			rp, grpc = up.rp, up.grpc
 		case p.authRoutes == nil || !isUnder(r.URL.Path, p.authPrefix):
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
@@ -351,7 +355,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.serveAuthRoutes(w, r)
 		return v
 	}
-	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody {
+	call := grpc != nil && isGRPC(r)
+	if p.maxBody >= 0 && r.Body != nil && r.Body != http.NoBody && !call {
 		if r.ContentLength > p.maxBody {
 			p.plugin.WriteProblem(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body exceeds %d bytes", p.maxBody))
 			v.dec = decBadRequest
@@ -375,7 +380,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		http.SetCookie(w, c) // kept: ReverseProxy adds the upstream's headers to these
 	}
 	if rp == nil {
+		w, done := asGRPC(w, r)
 		problem.Write(w, http.StatusNotFound, "this idp-proxy gives forward-auth verdicts only ("+p.fa.verifyPath+"); it forwards nothing")
+		done()
+		return v
+	}
+	if call {
+		grpc.serve(w, r)
 		return v
 	}
 	rp.ServeHTTP(w, r)

@@ -40,7 +40,7 @@ func newTransport(c UpstreamConfig) (*http.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &http.Transport{
+	tr := &http.Transport{
 		TLSClientConfig:        tlsCfg,
 		Proxy:                  nil, // the upstream is next door: never an environment proxy
 		DialContext:            (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -55,7 +55,32 @@ func newTransport(c UpstreamConfig) (*http.Transport, error) {
 		// Pass the client's Accept-Encoding and the upstream's encoding
 		// through untouched instead of decompressing.
 		DisableCompression: true,
-	}, nil
+	}
+	setProtocols(tr, c.Protocol)
+	return tr, nil
+}
+
+// setProtocols restricts tr to the upstream's protocol; auto keeps
+// ForceAttemptHTTP2's choice (HTTP/2 when a TLS upstream offers it).
+func setProtocols(tr *http.Transport, protocol string) {
+	var p http.Protocols
+	switch protocol {
+	case ProtocolHTTP1:
+		p.SetHTTP1(true)
+	case ProtocolH2:
+		p.SetHTTP2(true)
+	case ProtocolH2C:
+		p.SetUnencryptedHTTP2(true)
+	default:
+		return
+	}
+	tr.Protocols = &p
+	if protocol != ProtocolHTTP1 {
+		// Long gRPC streams may carry nothing for minutes: pings find a
+		// connection that died silently (a NAT or load balancer that
+		// forgot it) instead of leaving its streams hanging.
+		tr.HTTP2 = &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second}
+	}
 }
 
 // upstreamTLS is the TLS client configuration for an https upstream: the
@@ -129,6 +154,8 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRul
 // arrive within the server's read timeout, 400 when it did not parse, 502
 // otherwise.
 func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	w, done := asGRPC(w, r)
+	defer done()
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	status, detail := http.StatusBadGateway, "the upstream service is unavailable"
@@ -152,6 +179,9 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		w.Header().Set("Connection", "close")
 		p.plugin.WriteProblem(w, r, http.StatusBadRequest, errMalformedBody.Error())
 		return
+	case errors.Is(r.Context().Err(), context.DeadlineExceeded):
+		// A gRPC call's stream_timeout (grpcForward.serve) passed.
+		status, detail = http.StatusGatewayTimeout, "the call reached the upstream's stream_timeout"
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads this answer.
 		p.log.Debug("client gone before the upstream answered", "request_id", r.Header.Get("X-Request-Id"), "error", err)

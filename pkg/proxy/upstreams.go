@@ -36,8 +36,8 @@ type UpstreamRoute struct {
 }
 
 // Inherit returns u with the upstream section's settings where u has
-// none: the zero timeouts and pool size, and the TLS files when u names
-// none of them. The URL is never inherited.
+// none: the zero timeouts, pool size and protocol, and the TLS files
+// when u names none of them. The URL is never inherited.
 func (u UpstreamConfig) Inherit(section UpstreamConfig) UpstreamConfig {
 	if u.Timeout == 0 {
 		u.Timeout = section.Timeout
@@ -47,6 +47,12 @@ func (u UpstreamConfig) Inherit(section UpstreamConfig) UpstreamConfig {
 	}
 	if u.IdleTimeout == 0 {
 		u.IdleTimeout = section.IdleTimeout
+	}
+	if u.StreamTimeout == 0 {
+		u.StreamTimeout = section.StreamTimeout
+	}
+	if u.Protocol == "" {
+		u.Protocol = section.Protocol
 	}
 	if u.CAFile == "" && u.ClientCertFile == "" && u.ClientKeyFile == "" {
 		u.CAFile, u.ClientCertFile, u.ClientKeyFile = section.CAFile, section.ClientCertFile, section.ClientKeyFile
@@ -96,6 +102,7 @@ type upstream struct {
 	url     *url.URL
 	headers *headerRules
 	rp      *httputil.ReverseProxy // built by build
+	grpc    *grpcForward           // built by build
 	p       *Proxy                 // set by build
 }
 

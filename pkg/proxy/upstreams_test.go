@@ -172,6 +172,10 @@ func TestUpstreamsRefused(t *testing.T) {
 			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}},
 			{Match: "A.Test/", UpstreamConfig: UpstreamConfig{URL: "http://y"}},
 		}, "", "upstreams[1]: match \"A.Test/\": upstreams[0] has the same pattern"},
+		{"h2 without TLS", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Protocol: ProtocolH2}}}, "", "upstreams[0].protocol h2 is HTTP/2 over TLS"},
+		{"h2c over TLS", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "https://x", Protocol: ProtocolH2C}}}, "", "upstreams[0].protocol h2c is HTTP/2 without TLS"},
+		{"unknown protocol", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Protocol: "spdy"}}}, "", `upstreams[0].protocol "spdy"`},
+		{"negative stream timeout", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", StreamTimeout: -1}}}, "", "upstreams[0].stream_timeout"},
 		{"reserved header", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}, Headers: UpstreamHeaders{Email: ptr("Authorization")}}}, "", "upstreams[0]: headers"},
 	} {
 		s := testConfig(srv, c.url)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/cmd/idp-proxy/internal/config"
 	"github.com/idp-proxy/idp-proxy/internal/buildinfo"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // deps are the process's outside world, replaced in tests.
@@ -183,8 +184,15 @@ time: secret files are not read and missing secrets are not errors.`,
 				metrics = "off"
 			}
 			upstream := cfg.Upstream.URL
+			if cfg.Upstream.URL != "" {
+				upstream += protocolNote(cfg.Upstream.Protocol)
+			}
 			for _, u := range cfg.Upstreams {
-				upstream += "\n          " + u.Match + " -> " + u.URL
+				upstream += "\n          " + u.Match + " -> " + u.URL + protocolNote(u.Inherit(cfg.Upstream).Protocol)
+			}
+			listen := cfg.Listen + tlsSummary(cfg.TLS)
+			if cfg.Server.H2C {
+				listen += " (h2c too)"
 			}
 			issuer := c.IDP.Issuer()
 			for _, t := range c.IDP.Issuers {
@@ -195,7 +203,7 @@ time: secret files are not read and missing secrets are not errors.`,
 				issuer += "\n          " + t.Name + " " + t.Issuer()
 			}
 			_, err = fmt.Fprintf(out, "configuration OK: %s\n\nlisten:   %s\nmetrics:  %s\nupstream: %s\nissuer:   %s\n\n%s",
-				name, cfg.Listen+tlsSummary(cfg.TLS), metrics, upstream, issuer, c.Proxy.Table())
+				name, listen, metrics, upstream, issuer, c.Proxy.Table())
 			if err != nil {
 				return err
 			}
@@ -224,4 +232,12 @@ func newLogger(c config.Log, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}
+
+// protocolNote names an upstream's protocol when it is not auto.
+func protocolNote(protocol string) string {
+	if protocol == "" || protocol == proxy.ProtocolAuto {
+		return ""
+	}
+	return " (" + protocol + ")"
 }

@@ -336,6 +336,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		IdleTimeout:       s.IdleTimeout,
 		MaxHeaderBytes:    s.MaxHeaderBytes,
 		ShutdownTimeout:   s.ShutdownTimeout,
+		H2C:               s.H2C,
 		DrainDelay:        s.DrainDelay,
 		Drain:             drain.Load,
 		OnDrain:           rn.rl.Drain,

@@ -132,6 +132,10 @@ type Server struct {
 	// keeps accepting this long before it closes. [5s]
 	DrainDelay      time.Duration `mapstructure:"drain_delay"`
 	ShutdownTimeout time.Duration `mapstructure:"shutdown_timeout"` // [25s]
+	// H2C accepts HTTP/2 without TLS (prior knowledge: gRPC clients on
+	// plain connections) besides HTTP/1.1 on the proxy's listener. With
+	// TLS, HTTP/2 is always offered. [false]
+	H2C bool `mapstructure:"h2c"`
 }
 
 // TLS enables HTTPS on the proxy listener: with certificate files when

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 const readmePath = "../../../../README.md"
@@ -82,5 +83,39 @@ func TestReadmeManyAppsSnippet(t *testing.T) {
 	}
 	if len(f.Upstreams) != 4 || c.IDP.Session == nil || c.IDP.Session.CookieDomain != "example.com" {
 		t.Errorf("upstreams %d, session %+v", len(f.Upstreams), c.IDP.Session)
+	}
+}
+
+// TestReadmeGRPCSnippet loads and compiles the configuration of the
+// README's "gRPC" section.
+func TestReadmeGRPCSnippet(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## gRPC\n")
+	if !ok {
+		t.Fatal(`README.md has no "## gRPC" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	blocks := yamlBlock.FindAllStringSubmatch(section, -1)
+	if len(blocks) != 1 {
+		t.Fatalf("the section has %d YAML blocks, want 1", len(blocks))
+	}
+	path := filepath.Join(t.TempDir(), "grpc.yaml")
+	if err := os.WriteFile(path, []byte(blocks[0][1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Load(path, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Compile(f, CompileOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Server.H2C || f.Upstream.Protocol != "h2c" || f.Upstream.StreamTimeout != 30*time.Minute {
+		t.Errorf("server %+v, upstream %+v", f.Server, f.Upstream)
 	}
 }

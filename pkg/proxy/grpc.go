@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"time"
+)
+
+// gRPC calls through the proxy. A gRPC call is an HTTP/2 POST whose
+// Content-Type is application/grpc[+codec] (gRPC-Web: application/grpc-web…,
+// also over HTTP/1.1). It is judged by the rules as any request (its path
+// is /package.Service/Method) and forwarded by ReverseProxy, which streams
+// both ways, flushes every message at once (a response without a length)
+// and passes trailers, grpc-status included, unchanged. What differs:
+//
+//   - the proxy's own answers (refusals, upstream failures) are gRPC
+//     answers, trailers-only: HTTP 200 with grpc-status and grpc-message,
+//     which gRPC clients report as that code, where an HTTP 401 would be
+//     "unexpected HTTP status code";
+//   - the call is bounded by the upstream's stream_timeout instead of the
+//     server's read and write timeouts (per request, through
+//     http.ResponseController) and of the upstream's response-header
+//     timeout (a server stream may send its headers with its first
+//     message, minutes later); and by no body limit: gRPC servers bound
+//     each message themselves, and a long client stream may carry any
+//     total.
+
+// isGRPC reports whether r is a gRPC (or gRPC-Web) call.
+func isGRPC(r *http.Request) bool {
+	ct := r.Header["Content-Type"]
+	if len(ct) != 1 {
+		return false
+	}
+	rest, ok := strings.CutPrefix(ct[0], "application/grpc")
+	return ok && (rest == "" || rest[0] == '+' || rest[0] == ';' || strings.HasPrefix(rest, "-web"))
+}
+
+// grpcForward forwards the gRPC calls of one upstream: its transport
+// without a response-header timeout, its calls bounded by streamTimeout.
+type grpcForward struct {
+	rp            *httputil.ReverseProxy
+	streamTimeout time.Duration
+}
+
+// newGRPCForward returns the gRPC forwarder of an upstream whose other
+// requests go through tr.
+func (p *Proxy) newGRPCForward(tr http.RoundTripper, c UpstreamConfig, rewrite func(*httputil.ProxyRequest)) *grpcForward {
+	if t, ok := tr.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 0 // the call's deadline bounds it
+		tr = t
+	}
+	rp := p.newReverseProxy(p.traced(tr), rewrite)
+	rp.FlushInterval = -1 // every message at once, whatever the upstream's framing
+	return &grpcForward{rp: rp, streamTimeout: c.StreamTimeout}
+}
+
+// serve forwards the call r, whose deadlines become the stream timeout's.
+func (g *grpcForward) serve(w http.ResponseWriter, r *http.Request) {
+	d := g.streamTimeout
+	if d <= 0 {
+		d = DefaultStreamTimeout
+	}
+	deadline := time.Now().Add(d)
+	rc := http.NewResponseController(w)
+	// The connection's deadlines come a little later than the call's, so
+	// that a call ended by its deadline before any answer still gets
+	// DEADLINE_EXCEEDED (upstreamError), not a reset stream. Not every
+	// writer has deadlines (a test recorder); the server's own ones then
+	// stay.
+	_ = rc.SetReadDeadline(deadline.Add(answerGrace))
+	_ = rc.SetWriteDeadline(deadline.Add(answerGrace))
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	g.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// answerGrace is the time given to write the answer of a call that
+// reached its deadline.
+const answerGrace = time.Second
