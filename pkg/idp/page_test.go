@@ -97,7 +97,9 @@ func TestRefusalPages(t *testing.T) {
 			[]string{"Bad request"}},
 		{"forbidden", h, []string{"Authorization", "Bearer " + alice}, 403, "lacks a required role",
 			[]string{"Access denied", "Signed in as <strong>alice</strong>", `id="detail">the token lacks a required role`, `href="/"`}},
-		{"keys unavailable", cold.Middleware(&okHandler{}), []string{"Authorization", "Bearer " + alice}, 503, "not available",
+		// A token of the cold plugin's own issuer: one of another issuer is
+		// refused (401) before any key is needed.
+		{"keys unavailable", cold.Middleware(&okHandler{}), []string{"Authorization", "Bearer " + down.Mint(map[string]any{"azp": clientID})}, 503, "not available",
 			[]string{"Temporarily unavailable", `href="/admin?x=1">Try again`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
