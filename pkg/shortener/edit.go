@@ -25,7 +25,7 @@ type Edit struct {
 // administrator, and returns it as changed. Invalid values give an error
 // matching ErrInvalidURL or ErrInvalidInput; a limit below the visits
 // already counted one matching ErrOverLimit; an unknown link, or one of
-// someone else, ErrNotFound; a store without Editor ErrNotSupported.
+// someone else, ErrNotFound.
 //
 // This replica serves the new link at once; the others within
 // Options.CacheTTL (their cache entries expire). Visits of an unlimited
@@ -39,10 +39,6 @@ func (s *Service) Edit(ctx context.Context, code string, c Caller, e Edit) (Link
 	}
 	if !s.ValidCode(code) {
 		return Link{}, ErrNotFound
-	}
-	ed, ok := s.store.(Editor)
-	if !ok {
-		return Link{}, ErrNotSupported
 	}
 	var le LinkEdit
 	if e.URL != nil {
@@ -83,7 +79,7 @@ func (s *Service) Edit(ctx context.Context, code string, c Caller, e Edit) (Link
 	if c.Admin {
 		owner = ""
 	}
-	l, err := ed.Edit(ctx, code, owner, le)
+	l, err := s.store.Edit(ctx, code, owner, le)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrOverLimit) {
 			return Link{}, err

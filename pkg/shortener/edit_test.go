@@ -117,7 +117,7 @@ func TestEditOtherReplicaWithinCacheTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := two.Visit(t.Context(), l.Code); got.URL != "https://example.com/old" {
+	if got, _ := two.Visit(t.Context(), l.Code, shortener.Visitor{}); got.URL != "https://example.com/old" {
 		t.Fatalf("first visit: %q", got.URL)
 	}
 	newURL := "https://example.com/new"
@@ -125,11 +125,11 @@ func TestEditOtherReplicaWithinCacheTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.add(4 * time.Second)
-	if got, _ := two.Visit(t.Context(), l.Code); got.URL != "https://example.com/old" {
+	if got, _ := two.Visit(t.Context(), l.Code, shortener.Visitor{}); got.URL != "https://example.com/old" {
 		t.Fatalf("within the TTL the cached entry is served: %q", got.URL)
 	}
 	c.add(time.Second)
-	if got, _ := two.Visit(t.Context(), l.Code); got.URL != newURL {
+	if got, _ := two.Visit(t.Context(), l.Code, shortener.Visitor{}); got.URL != newURL {
 		t.Fatalf("after the TTL: %q, want %q", got.URL, newURL)
 	}
 }

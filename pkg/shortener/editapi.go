@@ -113,8 +113,6 @@ func (h *Handler) serveEdit(w http.ResponseWriter, r *http.Request, c Caller) {
 		switch {
 		case errors.Is(err, ErrOverLimit):
 			problem.Write(w, http.StatusConflict, "the link has already served more visits than the new max_visits; give a larger limit or null")
-		case errors.Is(err, ErrNotSupported):
-			problem.Write(w, http.StatusNotImplemented, "this link store cannot edit links")
 		default:
 			h.writeLinkError(w, r, err)
 		}

@@ -34,9 +34,6 @@ var (
 	// ErrOverLimit means that an edit would set a link's max_visits below
 	// the visits it has already served (HTTP 409); nothing is changed.
 	ErrOverLimit = errors.New("shortener: the link has already served more visits than the new limit")
-	// ErrNotSupported means that the store lacks an optional capability
-	// (such as Editor) that the operation needs (HTTP 501).
-	ErrNotSupported = errors.New("shortener: not supported by this store")
 )
 
 // InputError explains which field of a request was refused and why. It

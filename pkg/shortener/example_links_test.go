@@ -29,7 +29,7 @@ func ExampleService_Create() {
 	fmt.Println(errors.Is(err, shortener.ErrConflict))
 
 	for range 3 {
-		_, err := svc.Visit(ctx, "launch-2030")
+		_, err := svc.Visit(ctx, "launch-2030", shortener.Visitor{})
 		fmt.Println(err == nil, errors.Is(err, shortener.ErrGone))
 	}
 	// Output:
@@ -76,7 +76,7 @@ func ExampleService_Delete() {
 	err := svc.Delete(ctx, l.Code, shortener.Caller{ID: "bob"})
 	fmt.Println(errors.Is(err, shortener.ErrNotFound)) // bob cannot even tell it exists
 	fmt.Println(svc.Delete(ctx, l.Code, shortener.Caller{ID: "alice"}))
-	_, err = svc.Visit(ctx, l.Code)
+	_, err = svc.Visit(ctx, l.Code, shortener.Visitor{})
 	fmt.Println(errors.Is(err, shortener.ErrNotFound))
 	// Output:
 	// true

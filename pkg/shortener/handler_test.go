@@ -23,18 +23,18 @@ import (
 // spyStore wraps a memstore, counts calls and can fail on demand.
 type spyStore struct {
 	*memstore.Store
-	gets, creates atomic.Int64
-	failCreate    error
-	failGet       error
-	failPing      error
-	failAddVisits atomic.Bool
+	gets, creates   atomic.Int64
+	failCreate      error
+	failGet         error
+	failPing        error
+	failWriteVisits atomic.Bool
 }
 
-func (s *spyStore) AddVisits(ctx context.Context, counts map[string]int64) error {
-	if s.failAddVisits.Load() {
+func (s *spyStore) WriteVisits(ctx context.Context, b shortener.VisitBatch) error {
+	if s.failWriteVisits.Load() {
 		return errors.New("database down")
 	}
-	return s.Store.AddVisits(ctx, counts)
+	return s.Store.WriteVisits(ctx, b)
 }
 
 func newSpy() *spyStore { return &spyStore{Store: memstore.New()} }

@@ -82,10 +82,29 @@ type Store interface {
 	// missing one ErrNotFound. With several processes on one database,
 	// exactly MaxVisits calls succeed.
 	Visit(ctx context.Context, code string, now time.Time) (Link, error)
-	// AddVisits adds counts[code] to the visits of each link, in one
-	// write where the backend allows. Codes without a link are ignored
-	// (the link was deleted).
-	AddVisits(ctx context.Context, counts map[string]int64) error
+	// Edit applies e to the link of code atomically, when owner is "" or
+	// is its creator, and returns the link as stored afterwards (with its
+	// visits). It returns an error matching ErrNotFound when there is no
+	// such link (or owner is not its creator), and one matching
+	// ErrOverLimit, changing nothing, when the resulting link would have
+	// a limit below the visits counted in the store. Concurrent Visit
+	// calls see the link before or after the edit, never a mix.
+	Edit(ctx context.Context, code, owner string, e LinkEdit) (Link, error)
+	// WriteVisits writes a batch of visits counted in memory in one write
+	// (one transaction where the backend has them): b.Counts added to the
+	// links' Visits, and b.Events kept as statistics and added to their
+	// daily aggregates. Codes without a link are ignored (the link was
+	// deleted). A batch whose ID is not zero and already written is not
+	// written again (see VisitBatchID). The batch is not kept after the
+	// call.
+	WriteVisits(ctx context.Context, b VisitBatch) error
+	// PruneVisits drops the raw visits (hourly statistics) before t, not
+	// their daily aggregates.
+	PruneVisits(ctx context.Context, before time.Time) error
+	// VisitStats answers q for the link of code: by day from the daily
+	// aggregates, by hour from the raw visits. An unknown code gives
+	// empty statistics. Delete removes both.
+	VisitStats(ctx context.Context, code string, q StatsQuery) (VisitStats, error)
 	// Ping reports whether the store is reachable and usable.
 	Ping(ctx context.Context) error
 	// Close releases the store's resources. It is idempotent; after Close
@@ -118,17 +137,4 @@ func (e LinkEdit) Apply(l Link) Link {
 		l.MaxVisits = *e.MaxVisits
 	}
 	return l
-}
-
-// Editor is the optional Store capability of changing a link in place
-// (PATCH /links/{code}). The stores of this module implement it.
-type Editor interface {
-	// Edit applies e to the link of code atomically, when owner is "" or
-	// is its creator, and returns the link as stored afterwards (with its
-	// visits). It returns an error matching ErrNotFound when there is no
-	// such link (or owner is not its creator), and one matching
-	// ErrOverLimit, changing nothing, when the resulting link would have
-	// a limit below the visits counted in the store. Concurrent Visit
-	// calls see the link before or after the edit, never a mix.
-	Edit(ctx context.Context, code, owner string, e LinkEdit) (Link, error)
 }

@@ -16,18 +16,20 @@ type Caller struct {
 	Admin bool
 }
 
-// Visit resolves code for a redirect and counts the visit: a link with
-// MaxVisits through the store's conditional update (exact across
-// replicas, never cached), any other link in memory (written in batches).
-// An expired or used-up link gives an error matching ErrGone; unknown and
-// malformed codes ErrNotFound.
-func (s *Service) Visit(ctx context.Context, code string) (Link, error) {
-	return s.visit(ctx, code, true)
+// Visit resolves code for a redirect by v and records the visit: its
+// count, for a link with MaxVisits through the store's conditional update
+// (exact across replicas, never cached), for any other link in memory
+// (written in batches); and with Options.VisitStats, what the statistics
+// keep of v (written in the same batches). An expired or used-up link
+// gives an error matching ErrGone; unknown and malformed codes
+// ErrNotFound.
+func (s *Service) Visit(ctx context.Context, code string, v Visitor) (Link, error) {
+	return s.visit(ctx, code, &v)
 }
 
-// visit is Visit; with count false (HEAD requests) it checks without
-// counting.
-func (s *Service) visit(ctx context.Context, code string, count bool) (Link, error) {
+// visit is Visit; with v nil (HEAD requests) it checks without
+// recording anything.
+func (s *Service) visit(ctx context.Context, code string, v *Visitor) (Link, error) {
 	if !s.ValidCode(code) {
 		return Link{}, ErrNotFound
 	}
@@ -35,22 +37,29 @@ func (s *Service) visit(ctx context.Context, code string, count bool) (Link, err
 	if err != nil {
 		return Link{}, err
 	}
-	if l.ExpiredAt(s.now()) {
+	now := s.now()
+	if l.ExpiredAt(now) {
 		return l, ErrGone
 	}
 	if !l.Limited() {
-		if count {
-			s.visits.add(l.Code) // the cache's string, not the request's
+		if v != nil {
+			s.visits.add(l.Code, true, v, now.Unix()) // the cache's string, not the request's
 		}
 		return l, nil
 	}
-	if l.Exhausted() || !count {
-		if l.Exhausted() {
-			return l, ErrGone
-		}
+	if l.Exhausted() {
+		return l, ErrGone
+	}
+	if v == nil {
 		return l, nil
 	}
-	return s.store.Visit(ctx, code, s.now())
+	if l, err = s.store.Visit(ctx, code, now); err != nil {
+		return l, err
+	}
+	if s.visits.stats != nil {
+		s.visits.add(l.Code, false, v, now.Unix())
+	}
+	return l, nil
 }
 
 // withPending adds the visits counted here and not yet written.

@@ -191,13 +191,13 @@ func TestVisitFlushInterval(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// A flush that fails is retried: the counts stay.
-	a.st.failAddVisits.Store(true)
+	a.st.failWriteVisits.Store(true)
 	a.call("GET", "/"+l.ShortCode, "", "")
 	time.Sleep(100 * time.Millisecond)
 	if got := decodeJSON[linkJSON](t, a.call("GET", "/links/"+l.ShortCode, "alice", ""), 200); got.Visits != 4 {
 		t.Fatalf("visits after a failed flush = %d, want 4", got.Visits)
 	}
-	a.st.failAddVisits.Store(false)
+	a.st.failWriteVisits.Store(false)
 	deadline = time.Now().Add(5 * time.Second)
 	for {
 		if stored, _ := a.st.Store.Get(context.Background(), l.ShortCode); stored.Visits == 4 {

@@ -24,7 +24,15 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 	// The path is "/" and the code, unescaped (r.PathValue is not set when
 	// dispatch.serve answers without the mux).
 	code := r.URL.Path[1:]
-	l, err := h.svc.visit(r.Context(), code, r.Method != http.MethodHead)
+	var v *Visitor // nil: HEAD, which records nothing
+	var vis Visitor
+	if r.Method != http.MethodHead {
+		v = &vis
+		if h.svc.visits.stats != nil {
+			h.visitor(v, r)
+		}
+	}
+	l, err := h.svc.visit(r.Context(), code, v)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -36,9 +44,6 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 			writeStoreUnavailable(w)
 		}
 		return
-	}
-	if h.svc.visitLog != nil && r.Method != http.MethodHead {
-		h.logVisit(l.Code, r)
 	}
 	// One allocation for both header values; the values are set directly
 	// (not with Header.Set and not with http.Redirect) so that Location is
@@ -84,23 +89,19 @@ func acceptsHTML(accept string) bool {
 		mediaQuality(accept, "text/html") >= mediaQuality(accept, "application/json")
 }
 
-// logVisit counts the visit for the statistics: the User-Agent and
-// Referer as the visit log classifies them, and the country of the
-// client's address, looked up here so that the address goes no further.
-// code is the link's own (the cache's string, not the request's).
-func (h *Handler) logVisit(code string, r *http.Request) {
-	var country string
+// visitor fills v with the request's facts that the statistics classify:
+// its User-Agent and Referer, and the country of the client's address,
+// looked up here so that the address goes no further.
+func (h *Handler) visitor(v *Visitor, r *http.Request) {
 	if h.country != nil {
-		country = internCountry(h.country(h.clientIP(r)))
+		v.Country = internCountry(h.country(h.clientIP(r)))
 	}
-	var ua, ref string
-	if v := r.Header["User-Agent"]; len(v) > 0 {
-		ua = v[0]
+	if ua := r.Header["User-Agent"]; len(ua) > 0 {
+		v.UserAgent = ua[0]
 	}
-	if v := r.Header["Referer"]; len(v) > 0 {
-		ref = v[0]
+	if ref := r.Header["Referer"]; len(ref) > 0 {
+		v.Referer = ref[0]
 	}
-	h.svc.visitLog.add(code, ua, ref, country, h.svc.now().Unix())
 }
 
 // countryPairs holds every pair of upper-case letters ("AA", "AB", ...,

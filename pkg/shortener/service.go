@@ -39,9 +39,9 @@ type Options struct {
 	// for each redirect its time, the referrer's host, the device class,
 	// the browser family, the country (with HandlerOptions.Country) and a
 	// bot flag; never the IP address, the User-Agent, cookies or the
-	// query string. Events are queued in memory and written in one batch
-	// per VisitFlushInterval, so a crash loses at most one interval. The
-	// store must implement VisitStatsStore. [false]
+	// query string. They are aggregated in memory and written with the
+	// visit counts, in one batch per VisitFlushInterval, so a crash loses
+	// at most one interval. [false]
 	VisitStats bool
 	// VisitRetention is how long raw visits (hourly statistics) are kept;
 	// their daily aggregates are kept as long as the link.
@@ -126,8 +126,7 @@ type Service struct {
 	cache       *linkCache // nil: no cache
 	gate        *storeGate // nil: no store timeout
 	staleServed atomic.Int64
-	visits      *visitCounter
-	visitLog    *visitLog // nil: Options.VisitStats off
+	visits      *visitBatcher
 	retention   time.Duration
 }
 
@@ -163,7 +162,7 @@ func New(store Store, o Options) (*Service, error) {
 			d = DefaultStoreTimeout
 		}
 		s.gate = newStoreGate(d, store.Ping, s.log)
-		s.store = timeoutStore{Store: store, d: d, gate: s.gate}
+		s.store = timeoutStore{s: store, d: d, gate: s.gate}
 	}
 	if o.TracerProvider != nil {
 		s.store = newTracedStore(s.store, o.TracerProvider)
@@ -205,23 +204,14 @@ func New(store Store, o Options) (*Service, error) {
 	if interval == 0 {
 		interval = time.Second
 	}
-	s.visits = newVisitCounter(s.store, interval, s.log)
-	if o.VisitStats {
-		_, ok := store.(VisitStatsStore)
-		vs, _ := s.store.(VisitStatsStore) // the store, or timeoutStore forwarding to it
-		if !ok || vs == nil {
-			return nil, errors.New("shortener: visit statistics need a store that keeps them (VisitStatsStore)")
-		}
-		if o.VisitRetention < 0 {
-			return nil, fmt.Errorf("shortener: negative visit retention %v", o.VisitRetention)
-		}
-		retention := o.VisitRetention
-		if retention == 0 {
-			retention = DefaultVisitRetention
-		}
-		s.retention = retention
-		s.visitLog = newVisitLog(vs, interval, retention, s.now, s.log)
+	if o.VisitStats && o.VisitRetention < 0 {
+		return nil, fmt.Errorf("shortener: negative visit retention %v", o.VisitRetention)
 	}
+	s.retention = o.VisitRetention
+	if s.retention == 0 {
+		s.retention = DefaultVisitRetention
+	}
+	s.visits = newVisitBatcher(s.store, interval, o.VisitStats, s.retention, s.now, s.log)
 	return s, nil
 }
 
@@ -230,21 +220,13 @@ func New(store Store, o Options) (*Service, error) {
 // serving afterwards, but later visits of unlimited links are no longer
 // written.
 func (s *Service) Close(ctx context.Context) error {
-	err := s.visits.close(ctx)
-	if s.visitLog != nil {
-		err = errors.Join(err, s.visitLog.close(ctx))
-	}
-	return err
+	return s.visits.close(ctx)
 }
 
 // Flush writes the visit counts and visit events held in memory to the
 // store now, instead of at the next flush interval.
 func (s *Service) Flush(ctx context.Context) error {
-	err := s.visits.flush(ctx)
-	if s.visitLog != nil {
-		err = errors.Join(err, s.visitLog.flush(ctx))
-	}
-	return err
+	return s.visits.flush(ctx)
 }
 
 // NewLink is what Create needs to make a link.

@@ -41,7 +41,14 @@ func (f *fakeStore) Delete(context.Context, string, string) error              {
 func (f *fakeStore) Visit(ctx context.Context, code string, _ time.Time) (Link, error) {
 	return f.Get(ctx, code)
 }
-func (f *fakeStore) AddVisits(context.Context, map[string]int64) error { return nil }
+func (f *fakeStore) Edit(context.Context, string, string, LinkEdit) (Link, error) {
+	return Link{}, ErrNotFound
+}
+func (f *fakeStore) WriteVisits(context.Context, VisitBatch) error { return nil }
+func (f *fakeStore) PruneVisits(context.Context, time.Time) error  { return nil }
+func (f *fakeStore) VisitStats(context.Context, string, StatsQuery) (VisitStats, error) {
+	return VisitStats{}, nil
+}
 
 // repeatReader returns the same chunk forever.
 type repeatReader struct{ chunk []byte }

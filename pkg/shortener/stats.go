@@ -25,7 +25,7 @@ var ErrStatsOff = errors.New("shortener: visit statistics are not enabled")
 // Options.VisitRetention at most (an *InputError otherwise). Visits of
 // the last flush interval may not be in them yet.
 func (s *Service) Stats(ctx context.Context, code string, c Caller, q StatsQuery) (StatsQuery, VisitStats, error) {
-	if s.visitLog == nil {
+	if s.visits.stats == nil {
 		return q, VisitStats{}, ErrStatsOff
 	}
 	if _, err := s.LinkFor(ctx, code, c); err != nil {
@@ -35,7 +35,7 @@ func (s *Service) Stats(ctx context.Context, code string, c Caller, q StatsQuery
 	if err != nil {
 		return q, VisitStats{}, err
 	}
-	st, err := s.store.(VisitStatsStore).VisitStats(ctx, code, q)
+	st, err := s.store.VisitStats(ctx, code, q)
 	if err != nil {
 		return q, VisitStats{}, fmt.Errorf("shortener: visit stats: %w", err)
 	}

@@ -16,7 +16,7 @@ const DefaultStoreTimeout = 5 * time.Second
 // others at once until the store answers again (see storeGate). Stores
 // honour their context (pgx and bbolt's lock wait do).
 type timeoutStore struct {
-	Store
+	s    Store
 	d    time.Duration
 	gate *storeGate
 }
@@ -48,12 +48,12 @@ func (s timeoutStore) run(ctx context.Context, bulk bool, f func(context.Context
 }
 
 func (s timeoutStore) Create(ctx context.Context, l Link) error {
-	return s.call(ctx, func(ctx context.Context) error { return s.Store.Create(ctx, l) })
+	return s.call(ctx, func(ctx context.Context) error { return s.s.Create(ctx, l) })
 }
 
 func (s timeoutStore) Get(ctx context.Context, code string) (l Link, err error) {
 	err = s.call(ctx, func(ctx context.Context) error {
-		l, err = s.Store.Get(ctx, code)
+		l, err = s.s.Get(ctx, code)
 		return err
 	})
 	return l, err
@@ -61,7 +61,7 @@ func (s timeoutStore) Get(ctx context.Context, code string) (l Link, err error) 
 
 func (s timeoutStore) List(ctx context.Context, owner string, after Cursor, limit int) (links []Link, err error) {
 	err = s.callBulk(ctx, func(ctx context.Context) error {
-		links, err = s.Store.List(ctx, owner, after, limit)
+		links, err = s.s.List(ctx, owner, after, limit)
 		return err
 	})
 	return links, err
@@ -69,71 +69,45 @@ func (s timeoutStore) List(ctx context.Context, owner string, after Cursor, limi
 
 func (s timeoutStore) Delete(ctx context.Context, code, owner string) error {
 	// Bulk: deleting a link deletes its statistics.
-	return s.callBulk(ctx, func(ctx context.Context) error { return s.Store.Delete(ctx, code, owner) })
+	return s.callBulk(ctx, func(ctx context.Context) error { return s.s.Delete(ctx, code, owner) })
 }
 
 func (s timeoutStore) Visit(ctx context.Context, code string, now time.Time) (l Link, err error) {
 	err = s.call(ctx, func(ctx context.Context) error {
-		l, err = s.Store.Visit(ctx, code, now)
+		l, err = s.s.Visit(ctx, code, now)
 		return err
 	})
 	return l, err
 }
 
-func (s timeoutStore) AddVisits(ctx context.Context, counts map[string]int64) error {
-	return s.callBulk(ctx, func(ctx context.Context) error { return s.Store.AddVisits(ctx, counts) })
+func (s timeoutStore) WriteVisits(ctx context.Context, b VisitBatch) error {
+	return s.callBulk(ctx, func(ctx context.Context) error { return s.s.WriteVisits(ctx, b) })
 }
 
 func (s timeoutStore) Ping(ctx context.Context) error {
-	return s.call(ctx, s.Store.Ping)
+	return s.call(ctx, s.s.Ping)
 }
 
-// Edit forwards to the store's Editor, or returns ErrNotSupported.
 func (s timeoutStore) Edit(ctx context.Context, code, owner string, e LinkEdit) (l Link, err error) {
-	ed, ok := s.Store.(Editor)
-	if !ok {
-		return Link{}, ErrNotSupported
-	}
 	err = s.call(ctx, func(ctx context.Context) error {
-		l, err = ed.Edit(ctx, code, owner, e)
+		l, err = s.s.Edit(ctx, code, owner, e)
 		return err
 	})
 	return l, err
 }
 
-func (s timeoutStore) visitStats() (VisitStatsStore, bool) {
-	vs, ok := s.Store.(VisitStatsStore)
-	return vs, ok
-}
-
-// RecordVisits forwards to the store's VisitStatsStore.
-func (s timeoutStore) RecordVisits(ctx context.Context, events []VisitEvent) error {
-	vs, ok := s.visitStats()
-	if !ok {
-		return ErrNotSupported
-	}
-	return s.callBulk(ctx, func(ctx context.Context) error { return vs.RecordVisits(ctx, events) })
-}
-
-// PruneVisits forwards to the store's VisitStatsStore, with no deadline
-// of its own beyond ctx's: a first prune may have much to drop.
+// PruneVisits has no deadline of its own beyond ctx's: a first prune may
+// have much to drop.
 func (s timeoutStore) PruneVisits(ctx context.Context, before time.Time) error {
-	vs, ok := s.visitStats()
-	if !ok {
-		return ErrNotSupported
-	}
-	return vs.PruneVisits(ctx, before)
+	return s.s.PruneVisits(ctx, before)
 }
 
-// VisitStats forwards to the store's VisitStatsStore.
 func (s timeoutStore) VisitStats(ctx context.Context, code string, q StatsQuery) (st VisitStats, err error) {
-	vs, ok := s.visitStats()
-	if !ok {
-		return VisitStats{}, ErrNotSupported
-	}
 	err = s.callBulk(ctx, func(ctx context.Context) error {
-		st, err = vs.VisitStats(ctx, code, q)
+		st, err = s.s.VisitStats(ctx, code, q)
 		return err
 	})
 	return st, err
 }
+
+func (s timeoutStore) Close() error { return s.s.Close() }

@@ -1,11 +1,10 @@
 package shortener
 
-// The Service wraps its Store (a bound on each call, spans); a wrapper
-// hides every optional capability it does not forward, so each must
-// implement all of them. These fail to compile when one is left out.
+// The Service wraps its Store (a bound on each call, spans). A wrapper
+// holds the store in a field rather than embedding it, so that these fail
+// to compile when it leaves a method out (an embedded one would pass the
+// call through unbounded, untraced).
 var (
-	_ Editor          = timeoutStore{}
-	_ VisitStatsStore = timeoutStore{}
-	_ Editor          = tracedStore{}
-	_ VisitStatsStore = tracedStore{}
+	_ Store = timeoutStore{}
+	_ Store = tracedStore{}
 )

@@ -118,14 +118,6 @@ func (t tracedStore) Visit(ctx context.Context, code string, now time.Time) (Lin
 	return l, err
 }
 
-func (t tracedStore) AddVisits(ctx context.Context, counts map[string]int64) error {
-	ctx, span := t.start(ctx, "AddVisits")
-	span.SetAttributes(attribute.Int("shortener.links", len(counts)))
-	err := t.s.AddVisits(ctx, counts)
-	end(span, err)
-	return err
-}
-
 func (t tracedStore) Ping(ctx context.Context) error {
 	ctx, span := t.start(ctx, "Ping")
 	err := t.s.Ping(ctx)
@@ -133,14 +125,9 @@ func (t tracedStore) Ping(ctx context.Context) error {
 	return err
 }
 
-// Edit forwards to the store's Editor, or returns ErrNotSupported.
 func (t tracedStore) Edit(ctx context.Context, code, owner string, e LinkEdit) (Link, error) {
-	ed, ok := t.s.(Editor)
-	if !ok {
-		return Link{}, ErrNotSupported
-	}
 	ctx, span := t.start(ctx, "Edit")
-	l, err := ed.Edit(ctx, code, owner, e)
+	l, err := t.s.Edit(ctx, code, owner, e)
 	end(span, err)
 	return l, err
 }
@@ -159,8 +146,6 @@ func storeAnswer(err error) string {
 		return "gone"
 	case errors.Is(err, ErrOverLimit):
 		return "over_limit"
-	case errors.Is(err, ErrNotSupported):
-		return "not_supported"
 	}
 	return ""
 }
@@ -170,39 +155,24 @@ func traceServer(o HandlerOptions) *tracing.Server {
 	return tracing.NewServer(o.TracerProvider, tracerName, o.TrustedTraceParents)
 }
 
-// RecordVisits forwards to the store's VisitStatsStore.
-func (t tracedStore) RecordVisits(ctx context.Context, events []VisitEvent) error {
-	vs, ok := t.s.(VisitStatsStore)
-	if !ok {
-		return ErrNotSupported
-	}
-	ctx, span := t.start(ctx, "RecordVisits")
-	span.SetAttributes(attribute.Int("shortener.visits", len(events)))
-	err := vs.RecordVisits(ctx, events)
+func (t tracedStore) WriteVisits(ctx context.Context, b VisitBatch) error {
+	ctx, span := t.start(ctx, "WriteVisits")
+	span.SetAttributes(attribute.Int("shortener.links", len(b.Counts)), attribute.Int("shortener.visits", len(b.Events)))
+	err := t.s.WriteVisits(ctx, b)
 	end(span, err)
 	return err
 }
 
-// PruneVisits forwards to the store's VisitStatsStore.
 func (t tracedStore) PruneVisits(ctx context.Context, before time.Time) error {
-	vs, ok := t.s.(VisitStatsStore)
-	if !ok {
-		return ErrNotSupported
-	}
 	ctx, span := t.start(ctx, "PruneVisits")
-	err := vs.PruneVisits(ctx, before)
+	err := t.s.PruneVisits(ctx, before)
 	end(span, err)
 	return err
 }
 
-// VisitStats forwards to the store's VisitStatsStore.
 func (t tracedStore) VisitStats(ctx context.Context, code string, q StatsQuery) (VisitStats, error) {
-	vs, ok := t.s.(VisitStatsStore)
-	if !ok {
-		return VisitStats{}, ErrNotSupported
-	}
 	ctx, span := t.start(ctx, "VisitStats")
-	st, err := vs.VisitStats(ctx, code, q)
+	st, err := t.s.VisitStats(ctx, code, q)
 	end(span, err)
 	return st, err
 }

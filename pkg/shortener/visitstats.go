@@ -1,7 +1,6 @@
 package shortener
 
 import (
-	"context"
 	"time"
 )
 
@@ -65,26 +64,3 @@ type VisitStats struct {
 
 // MaxBreakdown bounds the values of each breakdown of VisitStats.
 const MaxBreakdown = 100
-
-// VisitStatsStore is the optional Store capability that keeps per-visit
-// statistics (Options.VisitStats). The stores of this module implement
-// it.
-//
-// Raw visits (RecordVisits) are kept until PruneVisits drops them; their
-// daily aggregates, updated by RecordVisits in the same write, are kept
-// until the link is deleted (Delete removes both).
-type VisitStatsStore interface {
-	// RecordVisits stores the events (each standing for Visits() visits)
-	// and adds them to the daily aggregates, atomically, in one write
-	// where the backend allows. Events of codes without a link are
-	// dropped. A batch whose ctx carries an ID (VisitBatchFrom) that the
-	// store has recorded is not written again. The events are not kept
-	// after the call.
-	RecordVisits(ctx context.Context, events []VisitEvent) error
-	// PruneVisits drops the raw visits before t (not the aggregates).
-	PruneVisits(ctx context.Context, before time.Time) error
-	// VisitStats answers q for the link of code: by day from the daily
-	// aggregates, by hour from the raw visits. An unknown code gives
-	// empty statistics.
-	VisitStats(ctx context.Context, code string, q StatsQuery) (VisitStats, error)
-}

@@ -9,7 +9,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-var _ shortener.Editor = (*Store)(nil)
+var _ shortener.Store = (*Store)(nil)
 
 // Edit applies e to the link of code when owner is "" or its creator, in
 // one durable (fsynced) transaction. The record is rewritten; its owner

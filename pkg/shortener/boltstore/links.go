@@ -146,31 +146,22 @@ func (s *Store) Visit(ctx context.Context, code string, now time.Time) (shortene
 	return l, nil
 }
 
-// AddVisits adds the counts in one transaction (one fsync); codes without
+// addCounts adds counts to the visits of the links in tx; codes without
 // a link are skipped.
-func (s *Store) AddVisits(ctx context.Context, counts map[string]int64) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("shortener: boltstore: add visits: %w", err)
-	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		lb, vb := tx.Bucket(bucketLinks), tx.Bucket(bucketVisits)
-		for code, n := range counts {
-			key := []byte(code)
-			if lb.Get(key) == nil {
-				continue
-			}
-			var cur uint64
-			if v := vb.Get(key); len(v) == 8 {
-				cur = binary.BigEndian.Uint64(v)
-			}
-			if err := vb.Put(key, binary.BigEndian.AppendUint64(nil, cur+uint64(n))); err != nil {
-				return err
-			}
+func addCounts(tx *bolt.Tx, counts map[string]int64) error {
+	lb, vb := tx.Bucket(bucketLinks), tx.Bucket(bucketVisits)
+	for code, n := range counts {
+		key := []byte(code)
+		if lb.Get(key) == nil {
+			continue
 		}
-		return nil
-	})
-	if err != nil {
-		return s.wrap("add visits", err)
+		var cur uint64
+		if v := vb.Get(key); len(v) == 8 {
+			cur = binary.BigEndian.Uint64(v)
+		}
+		if err := vb.Put(key, binary.BigEndian.AppendUint64(nil, cur+uint64(n))); err != nil {
+			return err
+		}
 	}
 	return nil
 }

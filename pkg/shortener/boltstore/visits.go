@@ -38,8 +38,6 @@ var (
 	bucketVisitDays = []byte("visitdays")
 )
 
-var _ shortener.VisitStatsStore = (*Store)(nil)
-
 // keyOrder returns the indices of events in key order (code, then time;
 // sequence numbers follow): bbolt splits nodes only at the commit, so a
 // batch inserted in random order into few leaves costs a copy of the leaf
@@ -121,105 +119,120 @@ func keyOrder(events []shortener.VisitEvent) []int32 {
 // sortedBatch is the largest batch keyOrder sorts whole.
 const sortedBatch = 4096
 
-// RecordVisits stores the events of existing links and adds them to the
-// daily aggregates, in one durable transaction.
-func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent) error {
+// WriteVisits adds b's counts to the visits of existing links, stores
+// its events and adds them to the daily aggregates, in one durable
+// transaction (one fsync). A file's commit cannot be lost after it is
+// acknowledged, so a retried batch is never one already written: the
+// batch ID is not needed.
+func (s *Store) WriteVisits(ctx context.Context, b shortener.VisitBatch) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("shortener: boltstore: record visits: %w", err)
+		return fmt.Errorf("shortener: boltstore: write visits: %w", err)
 	}
-	order := keyOrder(events)
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		links, vl, vd := tx.Bucket(bucketLinks), tx.Bucket(bucketVisitLog), tx.Bucket(bucketVisitDays)
-		exists := map[string]bool{}
-		days := map[string]int{} // visitdays key → its index in dayCounts
-		var dayCounts []uint64   // visits to add
-		// The keys and values of the raw visits, in one buffer: bbolt keeps
-		// the slices it is given until the commit, and a position once
-		// written is never written again (when append moves the buffer,
-		// the slices given so far keep the old one alive).
-		arena := make([]byte, 0, len(events)*64)
-		var dk []byte
-		for r := 0; r < len(order); {
-			e := &events[order[r]]
-			ok, seen := exists[e.Code]
-			if !seen {
-				ok = links.Get([]byte(e.Code)) != nil
-				exists[e.Code] = ok
-			}
-			if !ok {
-				r++
-				continue
-			}
-			// One entry for the run of this link's visits in this hour.
-			seq, err := vl.NextSequence()
-			if err != nil {
-				return err
-			}
-			at := e.At.Unix()
-			hour := hourOf(at)
-			start := len(arena)
-			arena = binary.AppendUvarint(arena, uint64(len(e.Code)))
-			arena = append(arena, e.Code...)
-			plen := len(arena) - start
-			arena = binary.BigEndian.AppendUint64(arena, sortableTime(e.At))
-			arena = binary.BigEndian.AppendUint64(arena, seq)
-			mid := len(arena)
-			arena = append(arena, visitCounted)
-			// The run's visits are of one day; consecutive visits with the
-			// same dimensions are counted before one look-up in days.
-			dk = append(dk[:0], arena[start:start+plen]...)
-			dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(e.At, false)))
-			dayKey := len(dk)
-			var prev []byte // dimensions of the last visits, n of them
-			n := uint64(0)
-			addDay := func() {
-				dk = append(dk[:dayKey], prev...)
-				if i, ok := days[string(dk)]; ok {
-					dayCounts[i] += n
-				} else {
-					days[string(dk)] = len(dayCounts)
-					dayCounts = append(dayCounts, n)
-				}
-			}
-			for ; r < len(order); r++ {
-				f := &events[order[r]]
-				t := f.At.Unix()
-				if f.Code != e.Code || hourOf(t) != hour {
-					break
-				}
-				c := uint64(f.Visits())
-				arena = binary.AppendUvarint(arena, uint64(t-at))
-				arena = binary.AppendUvarint(arena, c)
-				d := len(arena)
-				arena = encodeDims(arena, f)
-				if n > 0 && bytes.Equal(arena[d:], prev) {
-					n += c
-					continue
-				}
-				if n > 0 {
-					addDay()
-				}
-				prev, n = arena[d:len(arena):len(arena)], c
-			}
-			addDay()
-			if err := vl.Put(arena[start:mid:mid], arena[mid:len(arena):len(arena)]); err != nil {
-				return err
-			}
-		}
-		// One read and one write per day and dimensions, in key order.
-		for _, k := range slices.Sorted(maps.Keys(days)) {
-			var n uint64
-			if v := vd.Get([]byte(k)); len(v) == 8 {
-				n = binary.BigEndian.Uint64(v)
-			}
-			if err := vd.Put([]byte(k), binary.BigEndian.AppendUint64(nil, n+dayCounts[days[k]])); err != nil {
-				return err
-			}
-		}
+	if b.IsZero() {
 		return nil
+	}
+	order := keyOrder(b.Events)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := addCounts(tx, b.Counts); err != nil {
+			return err
+		}
+		return recordEvents(tx, b.Events, order)
 	})
 	if err != nil {
-		return s.wrap("record visits", err)
+		return s.wrap("write visits", err)
+	}
+	return nil
+}
+
+// recordEvents stores the events of existing links, in the order of
+// keyOrder, and adds them to the daily aggregates.
+func recordEvents(tx *bolt.Tx, events []shortener.VisitEvent, order []int32) error {
+	links, vl, vd := tx.Bucket(bucketLinks), tx.Bucket(bucketVisitLog), tx.Bucket(bucketVisitDays)
+	exists := map[string]bool{}
+	days := map[string]int{} // visitdays key → its index in dayCounts
+	var dayCounts []uint64   // visits to add
+	// The keys and values of the raw visits, in one buffer: bbolt keeps
+	// the slices it is given until the commit, and a position once
+	// written is never written again (when append moves the buffer,
+	// the slices given so far keep the old one alive).
+	arena := make([]byte, 0, len(events)*64)
+	var dk []byte
+	for r := 0; r < len(order); {
+		e := &events[order[r]]
+		ok, seen := exists[e.Code]
+		if !seen {
+			ok = links.Get([]byte(e.Code)) != nil
+			exists[e.Code] = ok
+		}
+		if !ok {
+			r++
+			continue
+		}
+		// One entry for the run of this link's visits in this hour.
+		seq, err := vl.NextSequence()
+		if err != nil {
+			return err
+		}
+		at := e.At.Unix()
+		hour := hourOf(at)
+		start := len(arena)
+		arena = binary.AppendUvarint(arena, uint64(len(e.Code)))
+		arena = append(arena, e.Code...)
+		plen := len(arena) - start
+		arena = binary.BigEndian.AppendUint64(arena, sortableTime(e.At))
+		arena = binary.BigEndian.AppendUint64(arena, seq)
+		mid := len(arena)
+		arena = append(arena, visitCounted)
+		// The run's visits are of one day; consecutive visits with the
+		// same dimensions are counted before one look-up in days.
+		dk = append(dk[:0], arena[start:start+plen]...)
+		dk = binary.BigEndian.AppendUint64(dk, sortableTime(shortener.BucketStart(e.At, false)))
+		dayKey := len(dk)
+		var prev []byte // dimensions of the last visits, n of them
+		n := uint64(0)
+		addDay := func() {
+			dk = append(dk[:dayKey], prev...)
+			if i, ok := days[string(dk)]; ok {
+				dayCounts[i] += n
+			} else {
+				days[string(dk)] = len(dayCounts)
+				dayCounts = append(dayCounts, n)
+			}
+		}
+		for ; r < len(order); r++ {
+			f := &events[order[r]]
+			t := f.At.Unix()
+			if f.Code != e.Code || hourOf(t) != hour {
+				break
+			}
+			c := uint64(f.Visits())
+			arena = binary.AppendUvarint(arena, uint64(t-at))
+			arena = binary.AppendUvarint(arena, c)
+			d := len(arena)
+			arena = encodeDims(arena, f)
+			if n > 0 && bytes.Equal(arena[d:], prev) {
+				n += c
+				continue
+			}
+			if n > 0 {
+				addDay()
+			}
+			prev, n = arena[d:len(arena):len(arena)], c
+		}
+		addDay()
+		if err := vl.Put(arena[start:mid:mid], arena[mid:len(arena):len(arena)]); err != nil {
+			return err
+		}
+	}
+	// One read and one write per day and dimensions, in key order.
+	for _, k := range slices.Sorted(maps.Keys(days)) {
+		var n uint64
+		if v := vd.Get([]byte(k)); len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		if err := vd.Put([]byte(k), binary.BigEndian.AppendUint64(nil, n+dayCounts[days[k]])); err != nil {
+			return err
+		}
 	}
 	return nil
 }

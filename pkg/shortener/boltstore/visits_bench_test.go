@@ -46,7 +46,7 @@ func BenchmarkRecordVisits(b *testing.B) {
 						ReferrerHost: "news.example", Device: devices[k%len(devices)], Browser: "firefox", Country: "DE", Bot: k%4 == 3,
 					}
 				}
-				if err := s.RecordVisits(ctx, batch); err != nil {
+				if err := s.WriteVisits(ctx, shortener.VisitBatch{Events: batch}); err != nil {
 					b.Fatal(err)
 				}
 				n++

@@ -111,7 +111,7 @@ func TestSchema3VisitsUpgrade(t *testing.T) {
 	for _, m := range []time.Duration{5, 15, 25, 65, 119} {
 		events = append(events, shortener.VisitEvent{Code: "old0001", At: day.Add(m * time.Minute), Device: "mobile", Browser: "safari"})
 	}
-	if err := s.RecordVisits(ctx, events); err != nil {
+	if err := s.WriteVisits(ctx, shortener.VisitBatch{Events: events}); err != nil {
 		t.Fatal(err)
 	}
 	checkSeries(t, "both", hourly(t, s, "old0001", day, day.Add(24*h)), 5, 3)

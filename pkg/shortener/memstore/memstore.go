@@ -138,22 +138,6 @@ func (s *Store) Visit(_ context.Context, code string, now time.Time) (shortener.
 	return l, nil
 }
 
-// AddVisits adds the counts to the links that exist.
-func (s *Store) AddVisits(_ context.Context, counts map[string]int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return shortener.ErrClosed
-	}
-	for code, n := range counts {
-		if l, ok := s.links[code]; ok {
-			l.Visits += n
-			s.links[code] = l
-		}
-	}
-	return nil
-}
-
 // Ping returns shortener.ErrClosed after Close, nil before.
 func (s *Store) Ping(context.Context) error {
 	s.mu.RLock()
@@ -179,7 +163,7 @@ func (s *Store) Close() error {
 	return nil
 }
 
-var _ shortener.Editor = (*Store)(nil)
+var _ shortener.Store = (*Store)(nil)
 
 // Edit applies e to the link of code when owner is "" or its creator.
 func (s *Store) Edit(_ context.Context, code, owner string, e shortener.LinkEdit) (shortener.Link, error) {
@@ -200,20 +184,28 @@ func (s *Store) Edit(_ context.Context, code, owner string, e shortener.LinkEdit
 	return l, nil
 }
 
-var _ shortener.VisitStatsStore = (*Store)(nil)
-
-// RecordVisits keeps the events of existing links and adds them to the
-// daily aggregates.
-func (s *Store) RecordVisits(_ context.Context, events []shortener.VisitEvent) error {
+// WriteVisits adds b's counts to the links that exist, keeps its events
+// of existing links and adds them to the daily aggregates, under one
+// lock.
+func (s *Store) WriteVisits(_ context.Context, b shortener.VisitBatch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return shortener.ErrClosed
 	}
+	for code, n := range b.Counts {
+		if l, ok := s.links[code]; ok {
+			l.Visits += n
+			s.links[code] = l
+		}
+	}
+	if len(b.Events) == 0 {
+		return nil
+	}
 	if s.days == nil {
 		s.days = map[shortener.VisitEvent]int64{}
 	}
-	for _, e := range events {
+	for _, e := range b.Events {
 		if _, ok := s.links[e.Code]; !ok {
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-var _ shortener.Editor = (*Store)(nil)
+var _ shortener.Store = (*Store)(nil)
 
 // Edit applies e to the link of code when owner is "" or its creator, in
 // one conditional UPDATE: the row lock orders it with concurrent visits,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
@@ -97,11 +96,10 @@ func (s *Store) Visit(ctx context.Context, code string, now time.Time) (shortene
 // deadlockDetected is the SQLSTATE of a deadlock.
 const deadlockDetected = "40P01"
 
-// AddVisits adds the counts in one statement, rows locked in code order
-// (replicas flushing at the same time then wait for each other instead of
-// deadlocking); with a batch ID in ctx, in a transaction that records it,
-// and a batch already written is skipped (see markBatch).
-func (s *Store) AddVisits(ctx context.Context, counts map[string]int64) error {
+// addCounts adds counts to the visits of the links in one statement,
+// rows locked in code order (replicas flushing at the same time then wait
+// for each other instead of deadlocking).
+func addCounts(ctx context.Context, tx pgx.Tx, counts map[string]int64) error {
 	if len(counts) == 0 {
 		return nil
 	}
@@ -118,29 +116,6 @@ func (s *Store) AddVisits(ctx context.Context, counts map[string]int64) error {
 		locked AS (SELECT l.code FROM shortener_links l JOIN v USING (code) ORDER BY l.code COLLATE "C" FOR UPDATE OF l)
 		UPDATE shortener_links l SET visits = l.visits + v.n FROM v, locked
 		WHERE l.code = v.code AND locked.code = l.code`
-	var err error
-	_, batched := shortener.VisitBatchFrom(ctx)
-	for range 3 {
-		if batched {
-			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-				if fresh, err := markBatch(ctx, tx); err != nil || !fresh {
-					return err
-				}
-				_, err := tx.Exec(ctx, q, codes, ns)
-				return err
-			})
-		} else {
-			_, err = s.pool.Exec(ctx, q, codes, ns)
-		}
-		if err == nil {
-			if batched {
-				s.pruneBatches(ctx)
-			}
-			return nil
-		}
-		if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || pgErr.Code != deadlockDetected {
-			break
-		}
-	}
-	return s.wrap("add visits", err)
+	_, err := tx.Exec(ctx, q, codes, ns)
+	return err
 }

@@ -16,9 +16,9 @@ import (
 // browsers, 40 countries, 10 % bots), among the counts the write path
 // keeps: daily counts for the year, hourly counts and raw visits for the
 // last 30 days (the default retention). The counts are computed in SQL
-// from 10M generated visits exactly as RecordVisits folds them (one row
+// from 10M generated visits exactly as WriteVisits folds them (one row
 // per bucket and value of each dimension; TestConformance checks that
-// fold), which loads in about a minute where 10M RecordVisits would take
+// fold), which loads in about a minute where 10M visits through WriteVisits would take
 // much longer. Reports p50 and p99 of Service.Stats (target: p99 under
 // 100 ms) for a year by day, 30 days by day and 7 days by hour.
 //

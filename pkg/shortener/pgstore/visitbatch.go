@@ -9,15 +9,13 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-// markBatch records the batch ID that ctx carries (shortener.WithVisitBatch)
-// in tx and reports whether the batch is new: false when a transaction
+// markBatch records the batch ID in tx and reports whether the batch is new: false when a transaction
 // with the same ID committed before (a retry whose first attempt committed
 // but lost its acknowledgement), and the batch must not be applied again.
 // A concurrent attempt of the same batch waits on the primary key until
 // the first commits or rolls back. Without an ID every batch is new.
-func markBatch(ctx context.Context, tx pgx.Tx) (bool, error) {
-	id, ok := shortener.VisitBatchFrom(ctx)
-	if !ok {
+func markBatch(ctx context.Context, tx pgx.Tx, id shortener.VisitBatchID) (bool, error) {
+	if id.IsZero() {
 		return true, nil
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO shortener_visit_batches (id) VALUES ($1) ON CONFLICT (id) DO NOTHING`, [16]byte(id))

@@ -13,8 +13,8 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-// TestRetriedVisitFlushCountedOnce: a flush of visit counts, and one of
-// visit statistics, whose COMMIT reaches PostgreSQL but whose
+// TestRetriedVisitFlushCountedOnce: a flush of visit counts and visit
+// statistics (one transaction) whose COMMIT reaches PostgreSQL but whose
 // acknowledgement is lost (faultnet cuts the connection right after
 // forwarding it) fails and is retried at the next flush; the retry is
 // recognised by its batch ID and nothing is counted twice.
@@ -37,8 +37,8 @@ func TestRetriedVisitFlushCountedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// A limited link's visits are written by the redirect itself, so the
-	// first flush's only transaction is the statistics'.
+	// A limited link's visits are counted by the redirect itself, so the
+	// first flush writes statistics only.
 	limited, err := svc.Create(ctx, shortener.NewLink{URL: "https://example.com/limited", MaxVisits: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestRetriedVisitFlushCountedOnce(t *testing.T) {
 	}
 
 	visit(limited.Code, 5)
-	flushCut("commit") // the statistics' transaction loses its acknowledgement
+	flushCut("commit") // the batch's transaction loses its acknowledgement
 	if n := total(limited.Code); n != 5 {
 		t.Errorf("statistics after a retried flush: %d visits, want 5", n)
 	}
@@ -106,7 +106,8 @@ func TestRetriedVisitFlushCountedOnce(t *testing.T) {
 	if n := visits(open.Code); n != 7 {
 		t.Errorf("visit count after a flush cut at its update: %d, want 7", n)
 	}
-	// The visit counts' transaction loses its acknowledgement.
+	// The batch's transaction, counts and statistics, loses its
+	// acknowledgement.
 	visit(open.Code, 3)
 	flushCut("commit")
 	if n := visits(open.Code); n != 10 {

@@ -13,8 +13,6 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-var _ shortener.VisitStatsStore = (*Store)(nil)
-
 // Dimensions of shortener_visit_counts (see migrations/00003_*.sql).
 const (
 	dimPeople   = 't'
@@ -102,14 +100,15 @@ func countsOf(events []shortener.VisitEvent) ([]countKey, []int64) {
 	return keys, ns
 }
 
-// RecordVisits inserts the events of existing links (a row per event,
-// visits its count) and adds them to shortener_visit_counts, in one
-// transaction; with a batch ID in ctx, a batch already written is
-// skipped (see markBatch).
-func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent) error {
-	if len(events) == 0 {
+// WriteVisits adds b's counts to the visits of the links, inserts its
+// events of existing links (a row per event, visits its count) and adds
+// them to shortener_visit_counts, in one transaction that records b's ID:
+// a batch already written is skipped (see markBatch).
+func (s *Store) WriteVisits(ctx context.Context, b shortener.VisitBatch) error {
+	if b.IsZero() {
 		return nil
 	}
+	events := b.Events
 	n := len(events)
 	codes, refs, devs, brs, ctrs := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	ats, bots, cnts := make([]time.Time, n), make([]bool, n), make([]int64, n)
@@ -136,8 +135,14 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 	var err error
 	for range 3 {
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if fresh, err := markBatch(ctx, tx); err != nil || !fresh {
+			if fresh, err := markBatch(ctx, tx, b.ID); err != nil || !fresh {
 				return err
+			}
+			if err := addCounts(ctx, tx, b.Counts); err != nil {
+				return err
+			}
+			if n == 0 {
+				return nil
 			}
 			if _, err := tx.Exec(ctx, insVisits, codes, ats, refs, devs, brs, ctrs, bots, cnts); err != nil {
 				return err
@@ -146,14 +151,16 @@ func (s *Store) RecordVisits(ctx context.Context, events []shortener.VisitEvent)
 			return err
 		})
 		if err == nil {
-			s.pruneBatches(ctx)
+			if !b.ID.IsZero() {
+				s.pruneBatches(ctx)
+			}
 			return nil
 		}
 		if pgErr, ok := errors.AsType[*pgconn.PgError](err); !ok || (pgErr.Code != deadlockDetected && pgErr.Code != foreignKeyViolation) {
 			break
 		}
 	}
-	return s.wrap("record visits", err)
+	return s.wrap("write visits", err)
 }
 
 // foreignKeyViolation is the SQLSTATE of a row whose link was deleted

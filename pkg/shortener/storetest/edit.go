@@ -10,20 +10,10 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-// editor returns s as a shortener.Editor, or skips the test.
-func editor(t *testing.T, s shortener.Store) shortener.Editor {
-	t.Helper()
-	ed, ok := s.(shortener.Editor)
-	if !ok {
-		t.Skip("the store does not implement shortener.Editor")
-	}
-	return ed
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func testEdit(t *testing.T, s shortener.Store) {
-	ed := editor(t, s)
+	ed := s
 	ctx := context.Background()
 	orig := shortener.Link{Code: "edit001", URL: "https://example.com/old", CreatedBy: "alice", CreatedAt: at(1), ExpiresAt: at(3600), MaxVisits: 10, Visits: 4}
 	mustCreate(t, s, orig)
@@ -85,7 +75,7 @@ func testEdit(t *testing.T, s shortener.Store) {
 }
 
 func testEditOverLimit(t *testing.T, s shortener.Store) {
-	ed := editor(t, s)
+	ed := s
 	ctx := context.Background()
 	l := shortener.Link{Code: "over001", URL: "https://example.com/", CreatedBy: "bob", CreatedAt: at(1), Visits: 7}
 	mustCreate(t, s, l)
@@ -100,7 +90,7 @@ func testEditOverLimit(t *testing.T, s shortener.Store) {
 // limit never end above it, and Visit sees the link before or after the
 // edit.
 func testConcurrentEditAndVisits(t *testing.T, s shortener.Store) {
-	ed := editor(t, s)
+	ed := s
 	ctx := context.Background()
 	mustCreate(t, s, shortener.Link{Code: "race001", URL: "https://example.com/a", CreatedAt: at(1), MaxVisits: 1000})
 	var wg sync.WaitGroup

@@ -110,7 +110,7 @@ func testListOrderAndPages(t *testing.T, s shortener.Store) {
 		checkList(t, listAll(t, s, "alice", page), want)
 	}
 	// Visits are part of the listed link.
-	if err := s.AddVisits(context.Background(), map[string]int64{"own003": 5}); err != nil {
+	if err := s.WriteVisits(context.Background(), shortener.VisitBatch{Counts: map[string]int64{"own003": 5}}); err != nil {
 		t.Fatal(err)
 	}
 	want[len(want)-4].Visits = 5
@@ -165,7 +165,7 @@ func testDelete(t *testing.T, s shortener.Store) {
 	ctx := context.Background()
 	l := shortener.Link{Code: "delMe01", URL: "https://example.com/d", CreatedBy: "alice", CreatedAt: at(1)}
 	mustCreate(t, s, l)
-	if err := s.AddVisits(ctx, map[string]int64{l.Code: 3}); err != nil {
+	if err := s.WriteVisits(ctx, shortener.VisitBatch{Counts: map[string]int64{l.Code: 3}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, owner := range []string{"bob", "alice ", "ALICE"} {
@@ -257,23 +257,23 @@ func testConcurrentVisitLimit(t *testing.T, s shortener.Store) {
 	}
 }
 
-func testAddVisits(t *testing.T, s shortener.Store) {
+func testWriteVisitCounts(t *testing.T, s shortener.Store) {
 	ctx := context.Background()
 	mustCreate(t, s, shortener.Link{Code: "count01", URL: "https://example.com/1", CreatedAt: at(1)})
 	mustCreate(t, s, shortener.Link{Code: "count02", URL: "https://example.com/2", CreatedAt: at(1), Visits: 10})
-	if err := s.AddVisits(ctx, map[string]int64{"count01": 2, "count02": 5, "missing": 9}); err != nil {
+	if err := s.WriteVisits(ctx, shortener.VisitBatch{Counts: map[string]int64{"count01": 2, "count02": 5, "missing": 9}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddVisits(ctx, map[string]int64{"count01": 1}); err != nil {
+	if err := s.WriteVisits(ctx, shortener.VisitBatch{Counts: map[string]int64{"count01": 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddVisits(ctx, nil); err != nil {
+	if err := s.WriteVisits(ctx, shortener.VisitBatch{}); err != nil {
 		t.Fatal(err)
 	}
 	mustGetExact(t, s, shortener.Link{Code: "count01", URL: "https://example.com/1", CreatedAt: at(1), Visits: 3})
 	mustGetExact(t, s, shortener.Link{Code: "count02", URL: "https://example.com/2", CreatedAt: at(1), Visits: 15})
 	if _, err := s.Get(ctx, "missing"); !errors.Is(err, shortener.ErrNotFound) {
-		t.Fatalf("AddVisits created a link: %v", err)
+		t.Fatalf("WriteVisits created a link: %v", err)
 	}
 }
 
@@ -292,7 +292,7 @@ func testClosedLinkMethods(t *testing.T, s shortener.Store) {
 	if _, err := s.Visit(ctx, "closed1", at(2)); err == nil {
 		t.Error("Visit after Close = nil error")
 	}
-	if err := s.AddVisits(ctx, map[string]int64{"closed1": 1}); err == nil {
-		t.Error("AddVisits after Close = nil error")
+	if err := s.WriteVisits(ctx, shortener.VisitBatch{Counts: map[string]int64{"closed1": 1}}); err == nil {
+		t.Error("WriteVisits after Close = nil error")
 	}
 }

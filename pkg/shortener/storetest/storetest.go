@@ -47,7 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"Delete", testDelete},
 		{"Visit", testVisit},
 		{"ConcurrentVisitLimit", testConcurrentVisitLimit},
-		{"AddVisits", testAddVisits},
+		{"WriteVisitCounts", testWriteVisitCounts},
 		{"ClosedLinkMethods", testClosedLinkMethods},
 		{"Edit", testEdit},
 		{"EditOverLimit", testEditOverLimit},
@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"VisitStats", testVisitStats},
 		{"VisitStatsBusyBatch", testVisitStatsBusyBatch},
 		{"VisitStatsCounted", testVisitStatsCounted},
+		{"WriteVisitsCountsAndEvents", testWriteVisitsCountsAndEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,7 +15,7 @@ import (
 // single ones, and checks that daily and hourly statistics count every
 // visit, and that pruning drops an aggregate with its hour.
 func testVisitStatsCounted(t *testing.T, s shortener.Store) {
-	vs := visitStore(t, s)
+	vs := s
 	ctx := context.Background()
 	mustCreate(t, s, shortener.Link{Code: "count01", URL: "https://example.com/", CreatedAt: at(1)})
 	h := time.Hour
@@ -25,7 +27,7 @@ func testVisitStatsCounted(t *testing.T, s shortener.Store) {
 		counted(ev("count01", day0.Add(2*h+9*time.Second), "", "bot", "other", "", true), 3),
 		counted(ev("count01", day0.Add(5*h), "mail.example", "desktop", "chrome", "", false), 2),
 	}
-	if err := vs.RecordVisits(ctx, events); err != nil {
+	if err := vs.WriteVisits(ctx, shortener.VisitBatch{Events: events}); err != nil {
 		t.Fatal(err)
 	}
 	want := shortener.VisitStats{
@@ -46,5 +48,37 @@ func testVisitStatsCounted(t *testing.T, s shortener.Store) {
 	st := mustStats(t, vs, "count01", shortener.StatsQuery{From: day0, To: day0.Add(24 * h), ByHour: true})
 	if wantSeries := (shortener.StatsBucket{Start: day0.Add(5 * h), Total: 2}); len(st.Series) != 1 || st.Series[0] != wantSeries {
 		t.Fatalf("hourly series after pruning: %+v, want [%+v]", st.Series, wantSeries)
+	}
+}
+
+// testWriteVisitsCountsAndEvents writes one batch with both visit counts
+// and statistics, as the Service does once per flush interval: both are
+// applied, those of a code without a link ignored.
+func testWriteVisitsCountsAndEvents(t *testing.T, s shortener.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, shortener.Link{Code: "both001", URL: "https://example.com/", CreatedAt: at(1)})
+	e := ev("both001", day0.Add(time.Hour), "news.example", "desktop", "firefox", "DE", false)
+	e.Count = 4
+	missing := e
+	missing.Code = "gone001"
+	b := shortener.VisitBatch{
+		Counts: map[string]int64{"both001": 4, "gone001": 2},
+		Events: []shortener.VisitEvent{e, missing},
+	}
+	if err := s.WriteVisits(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := s.Get(ctx, "both001"); err != nil || l.Visits != 4 {
+		t.Errorf("after the batch: %+v, %v; want 4 visits", l, err)
+	}
+	if _, err := s.Get(ctx, "gone001"); !errors.Is(err, shortener.ErrNotFound) {
+		t.Errorf("Get of a code only in the batch: %v, want ErrNotFound", err)
+	}
+	st := mustStats(t, s, "both001", shortener.StatsQuery{From: day0, To: day0.Add(24 * time.Hour)})
+	if want := []shortener.StatsBucket{{Start: day0, Total: 4}}; !reflect.DeepEqual(st.Series, want) {
+		t.Errorf("series after the batch: %+v, want %+v", st.Series, want)
+	}
+	if st := mustStats(t, s, "gone001", shortener.StatsQuery{From: day0, To: day0.Add(24 * time.Hour)}); len(st.Series) != 0 {
+		t.Errorf("statistics of a code without a link: %+v", st.Series)
 	}
 }

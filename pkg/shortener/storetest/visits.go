@@ -10,23 +10,13 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 )
 
-// visitStore returns s as a shortener.VisitStatsStore, or skips the test.
-func visitStore(t *testing.T, s shortener.Store) shortener.VisitStatsStore {
-	t.Helper()
-	vs, ok := s.(shortener.VisitStatsStore)
-	if !ok {
-		t.Skip("the store does not implement shortener.VisitStatsStore")
-	}
-	return vs
-}
-
 var day0 = time.Date(2031, 3, 10, 0, 0, 0, 0, time.UTC)
 
 func ev(code string, at time.Time, ref, device, browser, country string, bot bool) shortener.VisitEvent {
 	return shortener.VisitEvent{Code: code, At: at, ReferrerHost: ref, Device: device, Browser: browser, Country: country, Bot: bot}
 }
 
-func mustStats(t *testing.T, vs shortener.VisitStatsStore, code string, q shortener.StatsQuery) shortener.VisitStats {
+func mustStats(t *testing.T, vs shortener.Store, code string, q shortener.StatsQuery) shortener.VisitStats {
 	t.Helper()
 	st, err := vs.VisitStats(context.Background(), code, q)
 	if err != nil {
@@ -36,7 +26,7 @@ func mustStats(t *testing.T, vs shortener.VisitStatsStore, code string, q shorte
 }
 
 func testVisitStats(t *testing.T, s shortener.Store) {
-	vs := visitStore(t, s)
+	vs := s
 	ctx := context.Background()
 	mustCreate(t, s, shortener.Link{Code: "stats01", URL: "https://example.com/", CreatedAt: at(1)})
 	mustCreate(t, s, shortener.Link{Code: "stats02", URL: "https://example.com/", CreatedAt: at(1)})
@@ -51,10 +41,10 @@ func testVisitStats(t *testing.T, s shortener.Store) {
 		ev("gone001", day0.Add(1*h), "x.example", "desktop", "chrome", "FR", false), // no such link: dropped
 	}
 	// In two batches, as two flushes would write them.
-	if err := vs.RecordVisits(ctx, events[:3]); err != nil {
+	if err := vs.WriteVisits(ctx, shortener.VisitBatch{Events: events[:3]}); err != nil {
 		t.Fatal(err)
 	}
-	if err := vs.RecordVisits(ctx, events[3:]); err != nil {
+	if err := vs.WriteVisits(ctx, shortener.VisitBatch{Events: events[3:]}); err != nil {
 		t.Fatal(err)
 	}
 	byDay := mustStats(t, vs, "stats01", shortener.StatsQuery{From: day0, To: day0.Add(48 * h)})
@@ -109,7 +99,7 @@ func testVisitStats(t *testing.T, s shortener.Store) {
 // visits of a batch), and checks hourly and daily statistics and
 // pruning at an hour.
 func testVisitStatsBusyBatch(t *testing.T, s shortener.Store) {
-	vs := visitStore(t, s)
+	vs := s
 	ctx := context.Background()
 	mustCreate(t, s, shortener.Link{Code: "busy001", URL: "https://example.com/", CreatedAt: at(1)})
 	mustCreate(t, s, shortener.Link{Code: "busy002", URL: "https://example.com/", CreatedAt: at(1)})
@@ -132,7 +122,7 @@ func testVisitStatsBusyBatch(t *testing.T, s shortener.Store) {
 		}
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
-	if err := vs.RecordVisits(ctx, events); err != nil {
+	if err := vs.WriteVisits(ctx, shortener.VisitBatch{Events: events}); err != nil {
 		t.Fatal(err)
 	}
 	want := shortener.VisitStats{

@@ -110,12 +110,36 @@ func (l *lazyStore) Visit(ctx context.Context, code string, now time.Time) (shor
 	return s.Visit(ctx, code, now)
 }
 
-func (l *lazyStore) AddVisits(ctx context.Context, counts map[string]int64) error {
+func (l *lazyStore) Edit(ctx context.Context, code, owner string, e shortener.LinkEdit) (shortener.Link, error) {
+	s, err := l.store()
+	if err != nil {
+		return shortener.Link{}, err
+	}
+	return s.Edit(ctx, code, owner, e)
+}
+
+func (l *lazyStore) WriteVisits(ctx context.Context, b shortener.VisitBatch) error {
 	s, err := l.store()
 	if err != nil {
 		return err
 	}
-	return s.AddVisits(ctx, counts)
+	return s.WriteVisits(ctx, b)
+}
+
+func (l *lazyStore) PruneVisits(ctx context.Context, before time.Time) error {
+	s, err := l.store()
+	if err != nil {
+		return err
+	}
+	return s.PruneVisits(ctx, before)
+}
+
+func (l *lazyStore) VisitStats(ctx context.Context, code string, q shortener.StatsQuery) (shortener.VisitStats, error) {
+	s, err := l.store()
+	if err != nil {
+		return shortener.VisitStats{}, err
+	}
+	return s.VisitStats(ctx, code, q)
 }
 
 func (l *lazyStore) Ping(ctx context.Context) error {
@@ -134,60 +158,4 @@ func (l *lazyStore) Close() error {
 		return (*s).Close()
 	}
 	return nil
-}
-
-// The optional capabilities of the store, forwarded once it is connected
-// (pgstore has both); before that they fail like every other call.
-
-var (
-	_ shortener.Editor          = (*lazyStore)(nil)
-	_ shortener.VisitStatsStore = (*lazyStore)(nil)
-)
-
-func (l *lazyStore) Edit(ctx context.Context, code, owner string, e shortener.LinkEdit) (shortener.Link, error) {
-	s, err := l.store()
-	if err != nil {
-		return shortener.Link{}, err
-	}
-	ed, ok := s.(shortener.Editor)
-	if !ok {
-		return shortener.Link{}, shortener.ErrNotSupported
-	}
-	return ed.Edit(ctx, code, owner, e)
-}
-
-func (l *lazyStore) visitStats() (shortener.VisitStatsStore, error) {
-	s, err := l.store()
-	if err != nil {
-		return nil, err
-	}
-	vs, ok := s.(shortener.VisitStatsStore)
-	if !ok {
-		return nil, shortener.ErrNotSupported
-	}
-	return vs, nil
-}
-
-func (l *lazyStore) RecordVisits(ctx context.Context, events []shortener.VisitEvent) error {
-	vs, err := l.visitStats()
-	if err != nil {
-		return err
-	}
-	return vs.RecordVisits(ctx, events)
-}
-
-func (l *lazyStore) PruneVisits(ctx context.Context, before time.Time) error {
-	vs, err := l.visitStats()
-	if err != nil {
-		return err
-	}
-	return vs.PruneVisits(ctx, before)
-}
-
-func (l *lazyStore) VisitStats(ctx context.Context, code string, q shortener.StatsQuery) (shortener.VisitStats, error) {
-	vs, err := l.visitStats()
-	if err != nil {
-		return shortener.VisitStats{}, err
-	}
-	return vs.VisitStats(ctx, code, q)
 }
