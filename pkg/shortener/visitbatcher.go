@@ -88,19 +88,20 @@ func newVisitBatcher(store Store, interval time.Duration, stats bool, retention 
 // link's shard; it allocates only for a link, or a combination of
 // dimensions, not yet seen since the last flush.
 func (b *visitBatcher) add(code string, count bool, v *Visitor, at int64) {
-	var k visitKey
-	if b.stats != nil {
-		k = b.stats.key(code, v, at)
-	}
 	sh := &b.shards[maphash.String(b.seed, code)%visitShards]
-	sh.mu.Lock()
-	if count {
-		if sh.counts == nil {
-			sh.counts = make(map[string]int64)
+	if b.stats == nil {
+		if !count {
+			return
 		}
-		sh.counts[code]++
-	}
-	if b.stats != nil {
+		sh.mu.Lock()
+		sh.count(code)
+		sh.mu.Unlock()
+	} else {
+		k := b.stats.key(code, v, at) // from the caches, before the lock
+		sh.mu.Lock()
+		if count {
+			sh.count(code)
+		}
 		if sh.aggs == nil {
 			sh.aggs = make(map[visitKey]int64)
 		}
@@ -111,11 +112,19 @@ func (b *visitBatcher) add(code string, count bool, v *Visitor, at int64) {
 			b.aggs.Add(-1)
 			b.dropped.Add(1)
 		}
+		sh.mu.Unlock()
 	}
-	sh.mu.Unlock()
 	if !b.armed.Load() {
 		b.arm()
 	}
+}
+
+// count adds a visit of code. sh.mu is held.
+func (sh *visitShard) count(code string) {
+	if sh.counts == nil {
+		sh.counts = make(map[string]int64)
+	}
+	sh.counts[code]++
 }
 
 // arm schedules a flush one interval from now unless one is scheduled.
