@@ -144,7 +144,9 @@ func (b *visitBatcher) onTimer() {
 	b.armed.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), max(b.interval, 10*time.Second))
 	defer cancel()
-	_ = b.flush(ctx)
+	if b.flush(ctx) == nil {
+		b.prune(ctx)
+	}
 }
 
 // take empties the shards: it returns their counts, merged, and their
@@ -204,8 +206,7 @@ func (b *visitBatcher) events(out []VisitEvent, aggs []map[visitKey]int64) []Vis
 
 // flush writes the visits held in memory to the store, after a batch
 // that failed before (alone, unchanged, under its ID). While counts are
-// being written they stay visible to pending (as inflight). With
-// statistics, once an hour it also drops raw visits past the retention.
+// being written they stay visible to pending (as inflight).
 func (b *visitBatcher) flush(ctx context.Context) error {
 	b.flushMu.Lock()
 	defer b.flushMu.Unlock()
@@ -230,7 +231,6 @@ func (b *visitBatcher) flush(ctx context.Context) error {
 			b.mu.Lock()
 			b.inflight = nil
 			b.mu.Unlock()
-			b.prune(ctx)
 			return nil
 		}
 		if !again {
@@ -257,7 +257,6 @@ func (b *visitBatcher) flush(ctx context.Context) error {
 		clear(batch.Events) // no strings kept alive until the next flush
 		b.buf = batch.Events[:0]
 		if !again {
-			b.prune(ctx)
 			return nil
 		}
 		// then the visits recorded since
@@ -265,11 +264,14 @@ func (b *visitBatcher) flush(ctx context.Context) error {
 }
 
 // prune drops the raw statistics past the retention, at most once an
-// hour. b.flushMu is held.
+// hour, after a periodic flush (never in a request's: Service.Edit
+// flushes, and a first prune may have much to drop).
 func (b *visitBatcher) prune(ctx context.Context) {
 	if b.stats == nil {
 		return
 	}
+	b.flushMu.Lock()
+	defer b.flushMu.Unlock()
 	now := b.now()
 	if now.Sub(b.lastPrune) < time.Hour {
 		return

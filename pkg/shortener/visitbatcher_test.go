@@ -13,6 +13,14 @@ type recordingStore struct {
 	fakeStore
 	mu      sync.Mutex
 	batches []VisitBatch
+	prunes  []time.Time
+}
+
+func (r *recordingStore) PruneVisits(_ context.Context, before time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prunes = append(r.prunes, before)
+	return nil
 }
 
 func (r *recordingStore) WriteVisits(_ context.Context, b VisitBatch) error {
@@ -61,5 +69,37 @@ func TestVisitBatcherAggregates(t *testing.T) {
 	}
 	if st.batches[1].ID.IsZero() || st.batches[1].ID == st.batches[0].ID {
 		t.Fatalf("batch IDs %x and %x: want two distinct IDs", st.batches[0].ID, st.batches[1].ID)
+	}
+}
+
+// TestVisitBatcherPrunes: the periodic flush drops raw statistics past
+// the retention, at most once an hour; a flush asked for by a request
+// (Service.Flush, Service.Edit) does not.
+func TestVisitBatcherPrunes(t *testing.T) {
+	st := &recordingStore{}
+	now := time.Date(2031, 3, 10, 12, 0, 5, 0, time.UTC)
+	l := newVisitBatcher(st, time.Hour, true, 30*24*time.Hour, func() time.Time { return now }, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { _ = l.close(context.Background()) })
+	v := &Visitor{}
+	l.add("abc1234", true, v, now.Unix())
+	if err := l.flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.prunes) != 0 {
+		t.Fatalf("a requested flush pruned: %v", st.prunes)
+	}
+	l.add("abc1234", true, v, now.Unix())
+	l.onTimer()
+	now = now.Add(59 * time.Minute)
+	l.add("abc1234", true, v, now.Unix())
+	l.onTimer()
+	if want := []time.Time{time.Date(2031, 2, 8, 12, 0, 5, 0, time.UTC)}; len(st.prunes) != 1 || !st.prunes[0].Equal(want[0]) {
+		t.Fatalf("prunes %v, want %v (once within the hour)", st.prunes, want)
+	}
+	now = now.Add(time.Minute)
+	l.add("abc1234", true, v, now.Unix())
+	l.onTimer()
+	if len(st.prunes) != 2 {
+		t.Fatalf("prunes %v, want a second one an hour after the first", st.prunes)
 	}
 }
