@@ -218,3 +218,30 @@ func TestCacheServesStaleWhileTheStoreFails(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheSwitch: the cache is turned on by Options.Cache, with
+// DefaultCacheSize when CacheSize is 0 (zero is the default, not "off"),
+// or as before by a CacheSize above 0; the zero Options have none.
+func TestCacheSwitch(t *testing.T) {
+	for _, tc := range []struct {
+		o        Options
+		wantHalf int // 0: no cache
+	}{
+		{Options{}, 0},
+		{Options{Cache: true}, DefaultCacheSize / 2},
+		{Options{Cache: true, CacheSize: 10}, 5},
+		{Options{CacheSize: 10}, 5},
+	} {
+		s, err := New(newCountingStore(), tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := 0
+		if s.cache != nil {
+			half = s.cache.half
+		}
+		if half != tc.wantHalf {
+			t.Errorf("Options{Cache: %v, CacheSize: %d}: cache of %d entries a generation, want %d", tc.o.Cache, tc.o.CacheSize, half, tc.wantHalf)
+		}
+	}
+}

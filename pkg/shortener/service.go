@@ -60,11 +60,14 @@ type Options struct {
 	Rand io.Reader
 	// Now returns the current time. [time.Now]
 	Now func() time.Time
-	// CacheSize bounds an in-process cache of resolved links, in entries
-	// (about 200 bytes each plus the URL); 0 disables it. Expiry is
-	// checked on every hit; links with MaxVisits are never cached. With
-	// PostgreSQL the cache saves a database round trip per redirect.
-	// [0: no cache]
+	// Cache keeps resolved links in an in-process cache of CacheSize
+	// entries. Expiry is checked on every hit; links with MaxVisits are
+	// never cached. With PostgreSQL the cache saves a database round trip
+	// per redirect. A CacheSize above 0 turns it on too (as it did before
+	// this switch). [false: every redirect reads the store]
+	Cache bool
+	// CacheSize bounds the cache, in entries (about 200 bytes each plus
+	// the URL). [DefaultCacheSize: 100,000]
 	CacheSize int
 	// CacheTTL is how long a cached link is served without asking the
 	// store again: the bound within which every replica serves an edit
@@ -101,6 +104,10 @@ type Options struct {
 
 // DefaultVisitRetention is the default of Options.VisitRetention.
 const DefaultVisitRetention = 30 * 24 * time.Hour
+
+// DefaultCacheSize is the default of Options.CacheSize: 100,000 links,
+// about 20 MB plus the URLs.
+const DefaultCacheSize = 100_000
 
 // DefaultCacheTTL is the default of Options.CacheTTL.
 const DefaultCacheTTL = 5 * time.Second
@@ -183,7 +190,11 @@ func New(store Store, o Options) (*Service, error) {
 	if o.CacheSize < 0 {
 		return nil, fmt.Errorf("shortener: negative cache size %d", o.CacheSize)
 	}
-	if o.CacheSize > 0 {
+	if o.Cache || o.CacheSize > 0 {
+		size := o.CacheSize
+		if size == 0 {
+			size = DefaultCacheSize
+		}
 		ttl := o.CacheTTL
 		if ttl <= 0 {
 			ttl = DefaultCacheTTL
@@ -195,7 +206,7 @@ func New(store Store, o Options) (*Service, error) {
 		case stale < 0:
 			stale = 0
 		}
-		s.cache = newLinkCache(o.CacheSize, ttl, stale, s.now)
+		s.cache = newLinkCache(size, ttl, stale, s.now)
 	}
 	if o.VisitFlushInterval < 0 {
 		return nil, fmt.Errorf("shortener: negative visit flush interval %v", o.VisitFlushInterval)

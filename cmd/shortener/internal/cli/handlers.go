@@ -50,7 +50,7 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinf
 		staleIfError = -1 // the flag's 0 is "never"; the option's is its default
 	}
 	svc, err = shortener.New(store, shortener.Options{
-		BaseURL: cfg.BaseURL, Logger: log, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL, CacheStaleIfError: staleIfError,
+		BaseURL: cfg.BaseURL, Logger: log, Cache: cfg.CacheSize > 0, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL, CacheStaleIfError: staleIfError,
 		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
 		StoreTimeout: cfg.StoreTimeout, TracerProvider: cfg.tracerProvider,
 		VisitStats: cfg.VisitStats, VisitRetention: time.Duration(cfg.VisitRetentionDays) * 24 * time.Hour,
