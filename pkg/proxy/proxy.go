@@ -347,6 +347,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		}
 	}
 	v := p.decide(r)
+	if c := v.rule.cors; c != nil {
+		if v.dec == decPreflight {
+			c.preflight(w, r)
+			return v
+		}
+		c.actual(w.Header(), r, v.refused())
+	}
 	switch {
 	case v.refused():
 		p.refuse(w, r, v)
@@ -372,6 +379,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	if v.id != nil {
 		ctx = idp.NewContext(ctx, v.id) // read by rewrite
+	}
+	if v.rule.cors != nil {
+		ctx = context.WithValue(ctx, corsRouteKey{}, v.rule.cors) // read by modifyResponse
 	}
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)

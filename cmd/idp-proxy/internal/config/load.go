@@ -145,6 +145,12 @@ func Load(path string, o LoadOptions) (File, error) {
 			return File{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
 		}
 		if len(routes.Routes) == len(c.Routes) {
+			for i := range routes.Routes {
+				// The CORS policies as decoded above: their max_age is a
+				// duration or a number of seconds (durationHook), which
+				// the YAML decoder would take for nanoseconds.
+				routes.Routes[i].CORS = c.Routes[i].CORS
+			}
 			c.Routes = routes.Routes
 			exactClaimValues(doc, c.Routes)
 		}
