@@ -1,11 +1,16 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
@@ -74,5 +79,84 @@ func TestCORSMaxAge(t *testing.T) {
 		if _, err := Compile(f, CompileOptions{}); err != nil {
 			t.Errorf("max_age: %s: %v", c.in, err)
 		}
+	}
+}
+
+// TestReadmeCORSSnippet loads and compiles the configuration of the
+// README's "CORS" section and serves it: its preflights need neither a
+// token nor the provider (which is not running here), and its refusals
+// carry the CORS headers.
+func TestReadmeCORSSnippet(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## CORS\n")
+	if !ok {
+		t.Fatal(`README.md has no "## CORS" section`)
+	}
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	blocks := yamlBlock.FindAllStringSubmatch(section, -1)
+	if len(blocks) != 1 {
+		t.Fatalf("the section has %d YAML blocks, want 1", len(blocks))
+	}
+	f, err := Load(writeFile(t, "cors.yaml", blocks[0][1]), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing listens on the snippet's addresses: keys never load, and the
+	// upstream is down.
+	f.IDP.ServerURL = "http://127.0.0.1:1"
+	f.Upstream.URL = "http://127.0.0.1:1"
+	c, err := Compile(f, CompileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin, err := idp.New(context.Background(), c.IDP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = plugin.Close() })
+	p, err := proxy.NewCompiled(plugin, c.Proxy, proxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(method, path string, hdr map[string]string) *http.Response {
+		r := httptest.NewRequest(method, path, nil)
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		return w.Result()
+	}
+	for _, c := range []struct {
+		origin string
+		status int
+		acao   string
+	}{
+		{"https://app.example.com", http.StatusNoContent, "https://app.example.com"},
+		{"https://pr-12.preview.example.com", http.StatusNoContent, "https://pr-12.preview.example.com"},
+		{"https://preview.example.com", http.StatusForbidden, ""},
+		{"https://evil.example.net", http.StatusForbidden, ""},
+	} {
+		resp := serve(http.MethodOptions, "/api/links", map[string]string{"Origin": c.origin,
+			"Access-Control-Request-Method": "DELETE", "Access-Control-Request-Headers": "authorization"})
+		if resp.StatusCode != c.status || resp.Header.Get("Access-Control-Allow-Origin") != c.acao {
+			t.Errorf("preflight from %s: %d, ACAO %q; want %d, %q", c.origin, resp.StatusCode,
+				resp.Header.Get("Access-Control-Allow-Origin"), c.status, c.acao)
+		}
+	}
+	// The provider is down: the proxy's 503 is readable by the app.
+	resp := serve(http.MethodGet, "/api/links", map[string]string{"Origin": "https://app.example.com", "Authorization": "Bearer x.y.z"})
+	if resp.Header.Get("Access-Control-Allow-Origin") != "https://app.example.com" || resp.StatusCode < 400 {
+		t.Errorf("refusal: %d, ACAO %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// The upstream is down: the proxy's 502 on the public route, any origin.
+	resp = serve(http.MethodGet, "/catalog/1", map[string]string{"Origin": "https://anyone.test"})
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("upstream down: %d, ACAO %q; want 502, *", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
 	}
 }
