@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strconv"
@@ -343,7 +344,7 @@ func (p *corsPolicy) allowOrigin(h http.Header, origin []string) {
 		h[hdrACAO] = anyOriginVal
 		return
 	}
-	h[hdrACAO] = origin
+	h[hdrACAO] = origin[:1:1] // the request's; appending must not write into its backing array
 	if p.credentials {
 		h[hdrACAC] = trueValue
 	}
@@ -353,7 +354,11 @@ func (p *corsPolicy) allowOrigin(h http.Header, origin []string) {
 // no preflight: forwarded (the upstream's own are removed by
 // modifyResponse) or refused by the proxy.
 func (p *corsPolicy) actual(h http.Header, r *http.Request, refused bool) {
-	h[hdrVary] = append(h[hdrVary], varyOrigin...)
+	if v := h[hdrVary]; v != nil {
+		h[hdrVary] = append(v, hdrOrigin)
+	} else {
+		h[hdrVary] = varyOrigin // len == cap: an append copies it
+	}
 	origin := r.Header[hdrOrigin]
 	if len(origin) != 1 || !p.allows(origin[0]) {
 		return
@@ -426,6 +431,18 @@ func stripCORS(h http.Header) {
 	}
 }
 
-// corsRouteKey marks the context of a request forwarded on a route with a
-// CORS policy, for modifyResponse.
-type corsRouteKey struct{}
+// corsForwarder returns rp for the routes with a CORS policy, whose
+// answers lose the upstream's Access-Control-* headers: the proxy sets the
+// route's (nil when no route has a policy). A second ReverseProxy rather
+// than a mark in the request's context costs a request nothing.
+func (p *Proxy) corsForwarder(rp *httputil.ReverseProxy) *httputil.ReverseProxy {
+	if !p.rules.cors {
+		return nil
+	}
+	c := *rp
+	c.ModifyResponse = func(resp *http.Response) error {
+		stripCORS(resp.Header)
+		return p.modifyResponse(resp)
+	}
+	return &c
+}

@@ -66,8 +66,9 @@ type Proxy struct {
 	headers           *headerRules
 	upstream          *url.URL
 	rp                *httputil.ReverseProxy
-	grpc              *grpcForward // gRPC calls to upstream
-	ups               *upstreamSet // Config.Upstreams; nil with one upstream
+	grpc              *grpcForward           // gRPC calls to upstream
+	rpCORS            *httputil.ReverseProxy // rp for the routes with a CORS policy; nil without any
+	ups               *upstreamSet           // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
 	log               *slog.Logger
 	access            *slog.Logger
@@ -190,6 +191,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 			}
 			up.rp = p.newReverseProxy(p.traced(tr), up.rewrite)
 			up.grpc = p.newGRPCForward(tr, up.cfg, up.rewrite)
+			up.rpCORS = p.corsForwarder(up.rp)
 			p.probes = append(p.probes, upstreamProbe{match: up.match, url: up.url, rt: tr})
 		}
 		return p, nil
@@ -205,6 +207,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	rewrite := func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) }
 	p.rp = p.newReverseProxy(p.traced(tr), rewrite)
 	p.grpc = p.newGRPCForward(tr, c.cfg.Upstream, rewrite)
+	p.rpCORS = p.corsForwarder(p.rp)
 	return p, nil
 }
 
@@ -330,12 +333,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.answerVerify(w, v)
 		return v
 	}
-	rp, grpc := p.rp, p.grpc
+	rp, rpCORS, grpc := p.rp, p.rpCORS, p.grpc
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
-			rp, grpc = up.rp, up.grpc
+			rp, rpCORS, grpc = up.rp, up.rpCORS, up.grpc
 		case p.authRoutes == nil || !isUnder(r.URL.Path, p.authPrefix):
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
@@ -353,6 +356,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 			return v
 		}
 		c.actual(w.Header(), r, v.refused())
+		rp = rpCORS
 	}
 	switch {
 	case v.refused():
@@ -379,9 +383,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	if v.id != nil {
 		ctx = idp.NewContext(ctx, v.id) // read by rewrite
-	}
-	if v.rule.cors != nil {
-		ctx = context.WithValue(ctx, corsRouteKey{}, v.rule.cors) // read by modifyResponse
 	}
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)

@@ -200,9 +200,6 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 // cookies.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
 	delete(resp.Header, "X-Request-Id")
-	if resp.Request.Context().Value(corsRouteKey{}) != nil {
-		stripCORS(resp.Header) // the route's policy is the proxy's
-	}
 	if removed := p.reserved.strip(resp.Header); removed != nil {
 		p.log.Warn("the upstream tried to set the proxy's own cookies; removed",
 			"request_id", resp.Request.Header.Get("X-Request-Id"), "cookies", removed)

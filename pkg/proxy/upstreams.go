@@ -103,6 +103,7 @@ type upstream struct {
 	headers *headerRules
 	rp      *httputil.ReverseProxy // built by build
 	grpc    *grpcForward           // built by build
+	rpCORS  *httputil.ReverseProxy // rp for the routes with a CORS policy; nil without any
 	p       *Proxy                 // set by build
 }
 
