@@ -73,6 +73,7 @@ type corsPolicy struct {
 	exposed     []string // Access-Control-Expose-Headers of forwarded answers (nil: none)
 	refusal     []string // that of the proxy's refusals (adds WWW-Authenticate)
 	maxAge      []string // nil: not sent
+	desc        string   // for the rule table
 }
 
 // originPattern is "scheme://*.suffix[:port]".
@@ -115,7 +116,11 @@ func compileCORS(i int, pattern string, c CORSConfig) (*corsPolicy, error) {
 	if len(c.AllowedOrigins) == 0 {
 		return nil, keyErrorf(keys(fmt.Sprintf("routes[%d].cors", i)), "%s: allowed_origins is required (the origins whose scripts may call the route)", name)
 	}
-	p := &corsPolicy{credentials: c.AllowCredentials, exact: map[string]struct{}{}}
+	p := &corsPolicy{credentials: c.AllowCredentials, exact: map[string]struct{}{},
+		desc: "CORS from " + strings.Join(c.AllowedOrigins, ", ")}
+	if c.AllowCredentials {
+		p.desc += " with credentials"
+	}
 	for j, o := range c.AllowedOrigins {
 		k := key(fmt.Sprintf("allowed_origins[%d]", j))
 		switch {

@@ -214,3 +214,21 @@ func TestCORSOriginsAccepted(t *testing.T) {
 		t.Errorf("pattern with a port: %v %v", pat, err)
 	}
 }
+
+// TestCORSTable checks that check-config's rule table shows a route's
+// policy.
+func TestCORSTable(t *testing.T) {
+	rs, err := compileRules(corsRoutes, PolicyAuthenticated, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := rs.table("")
+	for _, want := range []string{
+		"authenticated + CORS from https://app.example.com, https://*.example.org, http://127.0.0.1:5173\n",
+		"public + CORS from https://app.example.com with credentials\n",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
+		}
+	}
+}

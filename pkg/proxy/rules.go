@@ -87,7 +87,10 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 			errs = append(errs, err)
 			continue
 		}
-		rs.cors = rs.cors || r.cors != nil
+		if r.cors != nil {
+			rs.cors = true
+			r.desc += " + " + r.cors.desc
+		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.
 			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "routes[%d] %q: its path %q is in idp.excluded_paths, which serves it without a token before any rule: remove one of the two", i, rc.Match, p))
