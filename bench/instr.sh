@@ -26,8 +26,8 @@
 # claims rule on the route and two claim headers; the same token as
 # idp-repeated), whose ratio to idp-repeated is the cost of several
 # issuers and of rules and headers on any claim.
-# idp-cors is idp-repeated with a CORS policy on the route and an allowed
-# Origin on every request.
+# idp-origin is idp-repeated with an Origin header on every request, and
+# idp-cors the same with a CORS policy on the route that allows it.
 # idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
 # OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
 # exporting over OTLP/HTTP to bench/otlpsink.
@@ -160,7 +160,7 @@ awk -v ci="${others[0]}" -v partner="${others[1]}" '
 ' "$work/idp-proxy.yaml" >"$work/idp-proxy-issuers3.yaml"
 
 # The same proxy with a CORS policy on the route (idp-cors: requests from
-# an allowed origin): its ratio to idp-repeated is the cost of the policy.
+# an allowed origin): its ratio to idp-origin is the cost of the policy.
 awk '
 	/^    roles: \[bench-user\]/ { print; print "    cors:";
 		print "      allowed_origins: [\"https://other.example.com\", \"https://app.example.com\", \"https://*.preview.example.com\"]";
@@ -241,6 +241,7 @@ measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$w
 measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench"
 measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml"
 measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml"
+measure idp-origin "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
 measure idp-cors "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy-cors.yaml"
 mapfile -t results <"$work/results"
 # ir_of NAME: the instructions per request of case NAME.
@@ -262,7 +263,8 @@ awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3
 issuers3=$(ir_of idp-issuers3)
 awk -v i="$issuers3" -v r="$rep" 'BEGIN { printf "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)\n", i / r }'
 cors=$(ir_of idp-cors)
-awk -v c="$cors" -v r="$rep" 'BEGIN { printf "idp-cors / idp-repeated: %.3f (a CORS policy on the route, requests from an allowed origin, vs none)\n", c / r }'
+origin=$(ir_of idp-origin)
+awk -v c="$cors" -v o="$origin" 'BEGIN { printf "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)\n", c / o }'
 traced=$(ir_of idp-repeated-traced)
 awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
 if [ -n "${INSTR_BASELINE:-}" ]; then
