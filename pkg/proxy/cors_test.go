@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -231,4 +232,33 @@ func TestCORSTable(t *testing.T) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
+}
+
+// FuzzCORSOrigin checks, for any Origin value, that a policy of one exact
+// origin and one pattern allows only that origin and the origins that a
+// URL parser reads as a subdomain of the pattern's domain, over its
+// scheme, without a port, path, user info or anything else.
+func FuzzCORSOrigin(f *testing.F) {
+	for _, s := range []string{"https://app.example.com", "https://a.example.org", "https://a.b.example.org",
+		"https://example.org", "https://evil.com/.example.org", "https://a@b.example.org", "https://a.example.org:443",
+		"https://A.example.org", "https://a..example.org", "https://-a.example.org", "null", "https://a.example.org#",
+		"http://a.example.org", "https://a.example.org/", "https://a.example.org?", "https://[::1].example.org"} {
+		f.Add(s)
+	}
+	p, err := compileCORS(0, "/api/", CORSConfig{AllowedOrigins: []string{"https://app.example.com", "https://*.example.org"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, origin string) {
+		if !p.allows(origin) || origin == "https://app.example.com" {
+			return
+		}
+		u, err := url.Parse(origin)
+		if err != nil || u.Scheme != "https" || u.User != nil || u.Path != "" || u.RawQuery != "" || u.ForceQuery ||
+			u.Fragment != "" || u.Port() != "" || u.Opaque != "" || "https://"+u.Host != origin ||
+			!strings.HasSuffix(u.Host, ".example.org") || u.Host != strings.ToLower(u.Host) ||
+			strings.Contains(u.Host, "..") || strings.HasPrefix(u.Host, ".") {
+			t.Fatalf("%q allowed by https://*.example.org", origin)
+		}
+	})
 }
