@@ -85,17 +85,18 @@ type originPattern struct {
 
 // CORS header names, canonical, for direct map writes.
 const (
-	hdrOrigin        = "Origin"
-	hdrVary          = "Vary"
-	hdrACAO          = "Access-Control-Allow-Origin"
-	hdrACAC          = "Access-Control-Allow-Credentials"
-	hdrACAM          = "Access-Control-Allow-Methods"
-	hdrACAH          = "Access-Control-Allow-Headers"
-	hdrACEH          = "Access-Control-Expose-Headers"
-	hdrACMA          = "Access-Control-Max-Age"
-	hdrACRM          = "Access-Control-Request-Method"
-	hdrACRH          = "Access-Control-Request-Headers"
-	accessControlPfx = "Access-Control-"
+	hdrOrigin = "Origin"
+	hdrVary   = "Vary"
+	hdrACAO   = "Access-Control-Allow-Origin"
+	hdrACAC   = "Access-Control-Allow-Credentials"
+	hdrACAM   = "Access-Control-Allow-Methods"
+	hdrACAH   = "Access-Control-Allow-Headers"
+	hdrACEH   = "Access-Control-Expose-Headers"
+	hdrACMA   = "Access-Control-Max-Age"
+	hdrACRM   = "Access-Control-Request-Method"
+	hdrACRH   = "Access-Control-Request-Headers"
+
+	accessControlPfx = "Access-Control-" // of every CORS response header
 )
 
 var (
@@ -427,10 +428,13 @@ func (p *corsPolicy) allowHeaders(requested []string) string {
 }
 
 // stripCORS removes the upstream's Access-Control-* headers from the
-// answer of a route with a policy: the proxy's are the route's.
+// answer of a route with a policy: the proxy's are the route's. Go's
+// transport gives every received header name its canonical form, so a
+// case-sensitive prefix suffices; a pass over an answer's few headers costs
+// less than looking each CORS header up.
 func stripCORS(h http.Header) {
 	for k := range h {
-		if len(k) > len(accessControlPfx) && strings.EqualFold(k[:len(accessControlPfx)], accessControlPfx) {
+		if strings.HasPrefix(k, accessControlPfx) {
 			delete(h, k)
 		}
 	}
