@@ -455,3 +455,15 @@ func (p *Proxy) corsForwarder(rp *httputil.ReverseProxy) *httputil.ReverseProxy 
 	}
 	return &c
 }
+
+// corsGRPC returns g for the routes with a CORS policy (gRPC-web calls
+// from browsers), whose answers lose the upstream's Access-Control-*
+// headers as corsForwarder's do (nil when no route has a policy).
+func (p *Proxy) corsGRPC(g *grpcForward) *grpcForward {
+	if g == nil || !p.rules.cors {
+		return nil
+	}
+	c := *g
+	c.rp = p.corsForwarder(g.rp)
+	return &c
+}

@@ -76,6 +76,13 @@ func TestCORSHeaders(t *testing.T) {
 			t.Errorf("Vary %q, want Origin and the upstream's Accept-Encoding", vary)
 		}
 	})
+	t.Run("gRPC-web call", func(t *testing.T) {
+		resp, _ := do(t, http.MethodPost, srv.URL+"/api/pkg.Service/Method", token, map[string]string{
+			"Origin": app, "Content-Type": "application/grpc-web+proto"}, "\x00\x00\x00\x00\x00")
+		if got := resp.Header.Values("Access-Control-Allow-Origin"); len(got) != 1 || got[0] != app {
+			t.Errorf("gRPC-web: Access-Control-Allow-Origin %q, want only %q (the upstream's replaced)", got, app)
+		}
+	})
 	t.Run("no Origin", func(t *testing.T) {
 		resp, _ := do(t, http.MethodGet, srv.URL+"/api/x", token, nil, "")
 		if resp.Header.Get("Access-Control-Allow-Origin") != "" || !strings.Contains(strings.Join(resp.Header.Values("Vary"), ","), "Origin") {

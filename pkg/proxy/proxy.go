@@ -68,6 +68,7 @@ type Proxy struct {
 	rp                *httputil.ReverseProxy
 	grpc              *grpcForward           // gRPC calls to upstream
 	rpCORS            *httputil.ReverseProxy // rp for the routes with a CORS policy; nil without any
+	grpcCORS          *grpcForward           // grpc for the routes with a CORS policy; nil without any
 	ups               *upstreamSet           // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
 	log               *slog.Logger
@@ -192,6 +193,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 			up.rp = p.newReverseProxy(p.traced(tr), up.rewrite)
 			up.grpc = p.newGRPCForward(tr, up.cfg, up.rewrite)
 			up.rpCORS = p.corsForwarder(up.rp)
+			up.grpcCORS = p.corsGRPC(up.grpc)
 			p.probes = append(p.probes, upstreamProbe{match: up.match, url: up.url, rt: tr})
 		}
 		return p, nil
@@ -208,6 +210,7 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	p.rp = p.newReverseProxy(p.traced(tr), rewrite)
 	p.grpc = p.newGRPCForward(tr, c.cfg.Upstream, rewrite)
 	p.rpCORS = p.corsForwarder(p.rp)
+	p.grpcCORS = p.corsGRPC(p.grpc)
 	return p, nil
 }
 
@@ -333,12 +336,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.answerVerify(w, v)
 		return v
 	}
-	rp, rpCORS, grpc := p.rp, p.rpCORS, p.grpc
+	rp, rpCORS, grpc, grpcCORS := p.rp, p.rpCORS, p.grpc, p.grpcCORS
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
-			rp, rpCORS, grpc = up.rp, up.rpCORS, up.grpc
+			rp, rpCORS, grpc, grpcCORS = up.rp, up.rpCORS, up.grpc, up.grpcCORS
 		case p.authRoutes == nil || !isUnder(r.URL.Path, p.authPrefix):
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
@@ -356,7 +359,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 			return v
 		}
 		c.actual(w.Header(), r, v.refused())
-		rp = rpCORS
+		rp, grpc = rpCORS, grpcCORS
 	}
 	switch {
 	case v.refused():
