@@ -26,6 +26,8 @@
 # claims rule on the route and two claim headers; the same token as
 # idp-repeated), whose ratio to idp-repeated is the cost of several
 # issuers and of rules and headers on any claim.
+# idp-origin is idp-repeated with an Origin header on every request, and
+# idp-cors the same with a CORS policy on the route that allows it.
 # idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
 # OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
 # exporting over OTLP/HTTP to bench/otlpsink.
@@ -157,8 +159,19 @@ awk -v ci="${others[0]}" -v partner="${others[1]}" '
 	{ print }
 ' "$work/idp-proxy.yaml" >"$work/idp-proxy-issuers3.yaml"
 
-# measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct" or
-# "host" (repeated, with Host: $host50).
+# The same proxy with a CORS policy on the route (idp-cors: requests from
+# an allowed origin): its ratio to idp-origin is the cost of the policy.
+awk '
+	/^    roles: \[bench-user\]/ { print; print "    cors:";
+		print "      allowed_origins: [\"https://other.example.com\", \"https://app.example.com\", \"https://*.preview.example.com\"]";
+		print "      allowed_headers: [Authorization]"; print "      exposed_headers: [ETag]"; next }
+	{ print }
+' "$work/idp-proxy.yaml" >"$work/idp-proxy-cors.yaml"
+origin=https://app.example.com
+
+# measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct",
+# "host" (repeated, with Host: $host50) or "origin" (repeated, with
+# Origin: $origin).
 measure() {
 	local name=$1 port=$2 load=$3
 	shift 3
@@ -167,6 +180,7 @@ measure() {
 	pids+=("$vp")
 	local ok= host=()
 	if [ "$load" = host ]; then host=(-H "Host: $host50"); fi
+	if [ "$load" = origin ]; then host=(-H "Origin: $origin"); fi
 	for _ in $(seq 120); do
 		kill -0 "$vp" 2>/dev/null || died "$name" "before answering"
 		if [ "$(curl -s -o /dev/null -w '%{http_code}' "${host[@]}" -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")" = 200 ]; then ok=1; break; fi
@@ -227,6 +241,8 @@ measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$w
 measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench"
 measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml"
 measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml"
+measure idp-origin "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
+measure idp-cors "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy-cors.yaml"
 mapfile -t results <"$work/results"
 # ir_of NAME: the instructions per request of case NAME.
 ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
@@ -246,6 +262,9 @@ hosts=$(ir_of idp-hosts50)
 awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'
 issuers3=$(ir_of idp-issuers3)
 awk -v i="$issuers3" -v r="$rep" 'BEGIN { printf "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)\n", i / r }'
+cors=$(ir_of idp-cors)
+origin=$(ir_of idp-origin)
+awk -v c="$cors" -v o="$origin" 'BEGIN { printf "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)\n", c / o }'
 traced=$(ir_of idp-repeated-traced)
 awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
 if [ -n "${INSTR_BASELINE:-}" ]; then

@@ -41,10 +41,12 @@ type Config struct {
 	// unlimited. [10 MiB] (server.max_body_bytes in idp-proxy's file)
 	MaxBodyBytes int64
 	// SkipAuthPreflight forwards CORS preflights (OPTIONS with Origin and
-	// Access-Control-Request-Method) to the upstream without a token,
-	// whatever rule matches, so that the upstream answers them (a browser
-	// sends no credentials with a preflight). Like oauth2-proxy's
-	// skip_auth_preflight. [false]
+	// Access-Control-Request-Method) to the upstream without a token, so
+	// that the upstream answers them (a browser sends no credentials with
+	// a preflight). Like oauth2-proxy's skip_auth_preflight. It is the
+	// default of the routes without a policy of their own: the preflights
+	// of a route with RouteConfig.CORS are answered by the proxy, without
+	// a token, whatever this says. [false]
 	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
 	// ForwardAuth serves verdicts to an ingress (nginx auth_request,
 	// Traefik forwardAuth, Caddy forward_auth). With it, Upstream.URL may
@@ -138,6 +140,10 @@ type RouteConfig struct {
 	// idp.issuers); a token of any other is refused with 403. Unknown
 	// names are load errors. [every trusted issuer]
 	Issuers []string `mapstructure:"issuers" yaml:"issuers"`
+	// CORS is the route's cross-origin policy: the proxy answers its
+	// preflights and sets the CORS headers of its answers. [none: see
+	// Config.SkipAuthPreflight]
+	CORS CORSConfig `mapstructure:"cors" yaml:"cors"`
 }
 
 // HeadersConfig names the identity headers sent upstream. An empty name

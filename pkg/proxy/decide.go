@@ -98,8 +98,15 @@ func (p *Proxy) decide(r *http.Request) verdict {
 	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
 		return verdict{rule: p.authRule, dec: decAuthRoute}
 	}
-	if p.cfg.SkipAuthPreflight && isPreflight(r) {
-		return verdict{rule: p.preflightRule, dec: decPublic}
+	if isPreflight(r) {
+		// A preflight is judged by the rule of the request it announces;
+		// a browser sends it without credentials.
+		if rl := p.preflightTarget(r); rl != nil && rl.cors != nil {
+			return verdict{rule: rl, dec: decPreflight}
+		}
+		if p.cfg.SkipAuthPreflight {
+			return verdict{rule: p.preflightRule, dec: decPublic}
+		}
 	}
 	rl := p.rules.match(r)
 	if !p.rules.caseSafe(r, rl) {
@@ -139,6 +146,23 @@ func isPreflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != ""
 }
 
+// preflightTarget returns the rule of the request preflight r announces
+// (its Access-Control-Request-Method on its path), when a rule has a CORS
+// policy and that request would be judged by the rule whatever the letter
+// case; nil otherwise.
+func (p *Proxy) preflightTarget(r *http.Request) *rule {
+	if !p.rules.cors {
+		return nil
+	}
+	r2 := *r
+	r2.Method = r.Header.Get(hdrACRM)
+	rl := p.rules.match(&r2)
+	if rl.cors == nil || !p.rules.caseSafe(&r2, rl) {
+		return nil
+	}
+	return rl
+}
+
 // authorize asks the plugin, timing verifications (not requests without
 // a token) in the verify histogram, and records a span of rule rl when
 // tracing.
@@ -171,7 +195,7 @@ func decisionOf(o idp.Outcome) decision {
 // Decision is how the proxy judges a request, as Decide reports it.
 type Decision struct {
 	Rule     string `json:"rule"`     // the rule's pattern, or (default), (excluded) PATH, (auth), (invalid)
-	Decision string `json:"decision"` // allowed, public, no_token, invalid_token, forbidden, denied, unavailable, bad_request, auth_route
+	Decision string `json:"decision"` // allowed, public, no_token, invalid_token, forbidden, denied, unavailable, bad_request, auth_route, preflight
 	Status   int    `json:"status"`   // the proxy's answer, or 0 when the request would be forwarded
 	User     string `json:"user,omitempty"`
 	// Clause names the rule's clause that refused a forbidden request

@@ -27,11 +27,12 @@ const (
 	decUnavailable                 // 503, provider keys not loaded
 	decBadRequest                  // 400/405/413, rejected before any rule applied
 	decAuthRoute                   // served by the idp /auth routes
+	decPreflight                   // a CORS preflight answered by the proxy (routes[].cors)
 	numDecisions
 )
 
 var decisionNames = [numDecisions]string{
-	"allowed", "public", "no_token", "invalid_token", "forbidden", "denied", "unavailable", "bad_request", "auth_route",
+	"allowed", "public", "no_token", "invalid_token", "forbidden", "denied", "unavailable", "bad_request", "auth_route", "preflight",
 }
 
 func (d decision) String() string { return decisionNames[d] }

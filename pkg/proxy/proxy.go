@@ -66,8 +66,10 @@ type Proxy struct {
 	headers           *headerRules
 	upstream          *url.URL
 	rp                *httputil.ReverseProxy
-	grpc              *grpcForward // gRPC calls to upstream
-	ups               *upstreamSet // Config.Upstreams; nil with one upstream
+	grpc              *grpcForward           // gRPC calls to upstream
+	rpCORS            *httputil.ReverseProxy // rp for the routes with a CORS policy; nil without any
+	grpcCORS          *grpcForward           // grpc for the routes with a CORS policy; nil without any
+	ups               *upstreamSet           // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
 	log               *slog.Logger
 	access            *slog.Logger
@@ -190,6 +192,8 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 			}
 			up.rp = p.newReverseProxy(p.traced(tr), up.rewrite)
 			up.grpc = p.newGRPCForward(tr, up.cfg, up.rewrite)
+			up.rpCORS = p.corsForwarder(up.rp)
+			up.grpcCORS = p.corsGRPC(up.grpc)
 			p.probes = append(p.probes, upstreamProbe{match: up.match, url: up.url, rt: tr})
 		}
 		return p, nil
@@ -205,6 +209,8 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	rewrite := func(pr *httputil.ProxyRequest) { p.rewrite(pr, p.upstream, p.headers) }
 	p.rp = p.newReverseProxy(p.traced(tr), rewrite)
 	p.grpc = p.newGRPCForward(tr, c.cfg.Upstream, rewrite)
+	p.rpCORS = p.corsForwarder(p.rp)
+	p.grpcCORS = p.corsGRPC(p.grpc)
 	return p, nil
 }
 
@@ -330,12 +336,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.answerVerify(w, v)
 		return v
 	}
-	rp, grpc := p.rp, p.grpc
+	rp, rpCORS, grpc, grpcCORS := p.rp, p.rpCORS, p.grpc, p.grpcCORS
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
-			rp, grpc = up.rp, up.grpc
+			rp, rpCORS, grpc, grpcCORS = up.rp, up.rpCORS, up.grpc, up.grpcCORS
 		case p.authRoutes == nil || !isUnder(r.URL.Path, p.authPrefix):
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
@@ -347,6 +353,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		}
 	}
 	v := p.decide(r)
+	if c := v.rule.cors; c != nil {
+		if v.dec == decPreflight {
+			c.preflight(w, r)
+			return v
+		}
+		c.actual(w.Header(), r, v.refused())
+		rp, grpc = rpCORS, grpcCORS
+	}
 	switch {
 	case v.refused():
 		p.refuse(w, r, v)

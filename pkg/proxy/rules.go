@@ -33,6 +33,7 @@ type rule struct {
 	desc    string // human description of the requirement
 	label   string // metrics label: the pattern, or a name in parentheses
 	metrics *ruleMetrics
+	cors    *corsPolicy // routes[].cors; nil: none
 }
 
 func (*rule) ServeHTTP(http.ResponseWriter, *http.Request) {
@@ -53,6 +54,7 @@ type ruleSet struct {
 	folded        *http.ServeMux
 	foldedExclude map[string]*rule
 	upperPatterns bool // a pattern or excluded path is not its own foldCase
+	cors          bool // a rule has a CORS policy
 }
 
 // compileRules compiles routes into a ServeMux, once. Conflicting or
@@ -80,6 +82,14 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if r.cors, err = compileCORS(i, r.pattern, rc.CORS); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.cors != nil {
+			rs.cors = true
+			r.desc += " + " + r.cors.desc
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.

@@ -96,14 +96,16 @@ func (h UpstreamHeaders) apply(c HeadersConfig) HeadersConfig {
 
 // upstream is one compiled UpstreamRoute.
 type upstream struct {
-	index   int
-	match   string
-	cfg     UpstreamConfig // defaults applied
-	url     *url.URL
-	headers *headerRules
-	rp      *httputil.ReverseProxy // built by build
-	grpc    *grpcForward           // built by build
-	p       *Proxy                 // set by build
+	index    int
+	match    string
+	cfg      UpstreamConfig // defaults applied
+	url      *url.URL
+	headers  *headerRules
+	rp       *httputil.ReverseProxy // built by build
+	grpc     *grpcForward           // built by build
+	rpCORS   *httputil.ReverseProxy // rp for the routes with a CORS policy; nil without any
+	grpcCORS *grpcForward           // grpc for the routes with a CORS policy; nil without any
+	p        *Proxy                 // set by build
 }
 
 // ServeHTTP marks the upstream's pattern in upstreamSet.mux; it is never

@@ -50,7 +50,8 @@ type File struct {
 	// Tracing exports OpenTelemetry spans. [off]
 	Tracing Tracing `mapstructure:"tracing"`
 	// SkipAuthPreflight lets CORS preflights through to the upstream
-	// without a token. [false]
+	// without a token, on the routes without a cors policy of their own
+	// (the proxy answers those of routes[].cors itself). [false]
 	SkipAuthPreflight bool `mapstructure:"skip_auth_preflight"`
 	// Pages are the look of the HTML pages browsers get for refusals
 	// and errors. [the built-in page]

@@ -63,11 +63,12 @@ func (c IDP) trustedIssuers() []idp.TrustedIssuer {
 	return out
 }
 
-// routeIssuersKey matches the key of a rule's issuers list.
-var routeIssuersKey = regexp.MustCompile(`^routes\[\d+\]\.issuers$`)
+// routeIssuersKey matches the key of a rule's issuers list and of its
+// CORS policy's settings.
+var routeIssuersKey = regexp.MustCompile(`^routes\[\d+\]\.(issuers|cors(\..+)?)$`)
 
 // locate gives the problems of idp.issuers (idp.IssuerConfigError),
-// idp.issuer_name and routes[].issuers the position of their key in the file (file:line:column),
+// idp.issuer_name, routes[].issuers and routes[].cors the position of their key in the file (file:line:column),
 // as *KeyError values naming the key, so that check-config points at the
 // line to fix. Other problems are left as they are.
 func (f File) locate(err error) error {

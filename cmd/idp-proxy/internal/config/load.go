@@ -139,12 +139,19 @@ func Load(path string, o LoadOptions) (File, error) {
 		// decoded from the parsed document as written.
 		var routes struct {
 			Routes []proxy.RouteConfig `yaml:"routes"`
-			Rest   map[string]any      `yaml:",inline"`
 		}
-		if err := doc.Decode(&routes); err != nil {
-			return File{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
+		if seq := mappingValue(doc.Content[0], "routes"); seq != nil && seq.Kind == yaml.SequenceNode {
+			if err := routesWithoutCORS(seq).Decode(&routes.Routes); err != nil {
+				return File{}, fmt.Errorf("proxy: config %s: routes: %w", path, err)
+			}
 		}
 		if len(routes.Routes) == len(c.Routes) {
+			for i := range routes.Routes {
+				// The CORS policies as decoded above (they hold no map
+				// keys): their max_age is a duration or a number of
+				// seconds (durationHook), which the YAML decoder refuses.
+				routes.Routes[i].CORS = c.Routes[i].CORS
+			}
 			c.Routes = routes.Routes
 			exactClaimValues(doc, c.Routes)
 		}
@@ -312,4 +319,30 @@ func lookup(v reflect.Value, key string) (any, bool) {
 		}
 	}
 	return v.Interface(), true
+}
+
+// routesWithoutCORS returns a copy of the routes sequence seq whose rules
+// leave out their cors key, which Load takes from viper's decoding.
+func routesWithoutCORS(seq *yaml.Node) *yaml.Node {
+	out := *seq
+	out.Content = make([]*yaml.Node, len(seq.Content))
+	for i, item := range seq.Content {
+		r := item
+		if r.Kind == yaml.AliasNode {
+			r = r.Alias
+		}
+		if r.Kind != yaml.MappingNode {
+			out.Content[i] = item
+			continue
+		}
+		m := *r
+		m.Content = make([]*yaml.Node, 0, len(r.Content))
+		for j := 0; j+1 < len(r.Content); j += 2 {
+			if r.Content[j].Value != "cors" {
+				m.Content = append(m.Content, r.Content[j], r.Content[j+1])
+			}
+		}
+		out.Content[i] = &m
+	}
+	return &out
 }
