@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/idp-proxy/idp-proxy/internal/suggest"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
@@ -63,7 +64,7 @@ func checkMapping(path string, n *yaml.Node, t reflect.Type, prefix string, errs
 		f, ok := fields[kn.Value]
 		if !ok {
 			msg := fmt.Sprintf("unknown key %q", key)
-			if s := closest(kn.Value, names); s != "" {
+			if s := suggest.Closest(kn.Value, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", prefix+s)
 			} else if prefix == "" {
 				msg += " (known: " + strings.Join(names, ", ") + ")"
@@ -193,44 +194,4 @@ func displayKey(k string) string {
 		return "the document"
 	}
 	return strings.TrimSuffix(k, ".")
-}
-
-// closest returns the name of names nearest to s by edit distance, if it
-// is near enough to be a likely typo.
-func closest(s string, names []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(s), n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the optimal-string-alignment distance of a and b:
-// Levenshtein's insertions, deletions and substitutions, plus the
-// transposition of two adjacent letters as one edit ("rolse" is one edit
-// from "roles").
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

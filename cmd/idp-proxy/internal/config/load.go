@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/idp-proxy/idp-proxy/internal/suggest"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
@@ -97,7 +98,7 @@ func Load(path string, o LoadOptions) (File, error) {
 		k, known := envNames[name]
 		if !known {
 			msg := fmt.Sprintf("proxy: environment: unknown variable %s (routes cannot be set from the environment)", name)
-			if s := closest(strings.TrimPrefix(name, EnvPrefix), envSuffixes(keys)); s != "" {
+			if s := suggest.Closest(strings.TrimPrefix(name, EnvPrefix), envSuffixes(keys)); s != "" {
 				msg = fmt.Sprintf("proxy: environment: unknown variable %s (did you mean %s%s?)", name, EnvPrefix, strings.ToUpper(s))
 			}
 			errs = append(errs, errors.New(msg))
