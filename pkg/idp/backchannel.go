@@ -80,7 +80,7 @@ func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToke
 // minutes old; exp and nbf, when present, as for access tokens
 // (checkTimes); the events claim holding the back-channel logout event as
 // an object.
-func checkLogoutToken(p *Plugin, k *tokenKind, v *verifiedJWT, _ *expected) error {
+func checkLogoutToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error {
 	c := v.claims
 	switch {
 	case c.Issuer != v.is.url:

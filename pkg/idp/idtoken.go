@@ -48,8 +48,9 @@ func (p *Plugin) idTokenSigned(ctx context.Context, raw string) bool {
 // typ "ID" when present; azp required with several audiences, equal to
 // ClientID when present; the nonce, when one is expected; at_hash, when
 // present.
-func checkIDToken(p *Plugin, k *tokenKind, v *verifiedJWT, want *expected) error {
-	if err := readIDTokenMembers(v); err != nil {
+func checkIDToken(p *Plugin, k *tokenKind, v verifiedJWT, want *expected) error {
+	nonce, atHash, err := readIDTokenMembers(v.claims.Raw)
+	if err != nil {
 		return err
 	}
 	c := v.claims
@@ -80,11 +81,11 @@ func checkIDToken(p *Plugin, k *tokenKind, v *verifiedJWT, want *expected) error
 	case c.AZP != "" && c.AZP != p.cfg.ClientID:
 		return errors.New("azp is another client")
 	case k.nonce == nonceMatches && want.nonce != "" &&
-		subtle.ConstantTimeCompare([]byte(v.nonce), []byte(want.nonce)) != 1:
+		subtle.ConstantTimeCompare([]byte(nonce), []byte(want.nonce)) != 1:
 		return errors.New("nonce mismatch")
 	}
-	if v.atHash != "" {
-		return checkATHash(v.jws.Alg, want.accessToken, v.atHash)
+	if atHash != "" {
+		return checkATHash(v.jws.Alg, want.accessToken, atHash)
 	}
 	return nil
 }
@@ -93,7 +94,7 @@ func checkIDToken(p *Plugin, k *tokenKind, v *verifiedJWT, want *expected) error
 // ID token is read by names alone, so a member whose name only folds to a
 // claim name ("EXP", "Sub", "ſub", as encoding/json would match it) is
 // refused rather than ignored.
-func checkIDTokenNames(_ *Plugin, _ *tokenKind, v *verifiedJWT, _ *expected) error {
+func checkIDTokenNames(_ *Plugin, _ *tokenKind, v verifiedJWT, _ *expected) error {
 	return token.EachMember(nil, v.claims.Raw, func(name string, _ []byte) error {
 		if known, folded := token.FoldedName(name); folded {
 			return invalid("claim names are case-sensitive: "+name+" is not "+known, nil)
@@ -102,15 +103,15 @@ func checkIDTokenNames(_ *Plugin, _ *tokenKind, v *verifiedJWT, _ *expected) err
 	})
 }
 
-// readIDTokenMembers reads the ID token members token.Claims does not
-// hold as strings (nonce, at_hash) into v, in one pass that also refuses
-// folded claim names (see checkIDTokenNames), a nonce, at_hash, azp or typ
-// that is not a string, and distributed claims naming a source that is
-// not there.
-func readIDTokenMembers(v *verifiedJWT) error {
+// readIDTokenMembers returns the ID token members token.Claims does not
+// hold as strings (nonce, at_hash), read from payload in one pass that
+// also refuses folded claim names (see checkIDTokenNames), a nonce,
+// at_hash, azp or typ that is not a string, and distributed claims naming
+// a source that is not there.
+func readIDTokenMembers(payload []byte) (nonce, atHash string, err error) {
 	var names []string           // the sources _claim_names names
 	sources := map[string]bool{} // the sources _claim_sources holds
-	err := token.EachMember(nil, v.claims.Raw, func(name string, val []byte) error {
+	err = token.EachMember(nil, payload, func(name string, val []byte) error {
 		if known, folded := token.FoldedName(name); folded {
 			return invalid("claim names are case-sensitive: "+name+" is not "+known, nil)
 		}
@@ -125,9 +126,9 @@ func readIDTokenMembers(v *verifiedJWT) error {
 			}
 			switch name {
 			case "nonce":
-				v.nonce = s
+				nonce = s
 			case "at_hash":
-				v.atHash = s
+				atHash = s
 			}
 		case "_claim_names":
 			return token.EachMember(nil, val, func(_ string, src []byte) error {
@@ -157,14 +158,14 @@ func readIDTokenMembers(v *verifiedJWT) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	for _, src := range names {
 		if src == "" || !sources[src] {
-			return errors.New("a distributed claim names no source")
+			return "", "", errors.New("a distributed claim names no source")
 		}
 	}
-	return nil
+	return nonce, atHash, nil
 }
 
 // checkATHash checks an ID token's at_hash against the access token issued

@@ -142,7 +142,7 @@ func (p *Plugin) decodeClaims(is *issuer, payload []byte) (*token.Claims, error)
 
 // checkAccessToken is accessKind's check: the lifetime, then the rules
 // on the issuer, the token type, the audience and sender constraints.
-func checkAccessToken(p *Plugin, k *tokenKind, v *verifiedJWT, _ *expected) error {
+func checkAccessToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error {
 	if err := p.checkTimes(v.claims, v.now, k.times); err != nil {
 		return err
 	}
