@@ -120,8 +120,9 @@ var (
 		nonce:      nonceMatches,
 		check:      checkIDToken,
 	}
-	// idHintKind: an ID token kept only as the logout's id_token_hint:
-	// its signature and claim names are checked, nothing else.
+	// idHintKind: an ID token kept only as the logout's id_token_hint
+	// (a session's, after a refresh): its issuer (the primary), signature
+	// and claim names are checked, nothing else.
 	idHintKind = tokenKind{
 		name:       "ID token (hint)",
 		missingIss: "wrong issuer",
