@@ -8,10 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
-
-	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // backchannelLogoutEvent is the member of a logout token's events claim.
@@ -65,67 +62,43 @@ func (a *authRoutes) backchannelLogout(w http.ResponseWriter, r *http.Request) {
 type logoutToken struct{ sid, sub, jti string }
 
 // verifyLogoutToken checks a back-channel logout token (OpenID Connect
-// Back-Channel Logout 1.0 §2.6): the signature with the provider's keys,
-// selected as for every token; typ, when present, JWT or logout+jwt; iss
-// the realm's issuer; aud naming this client; iat present, not in the
-// future and at most 5 minutes old; exp and nbf, when present, as for
-// access tokens (checkTimes); the events claim holding the back-channel
-// logout event as an object; sid or sub; no nonce. Claim names are exact,
-// as in access tokens.
+// Back-Channel Logout 1.0 §2.6) through the token pipeline (logoutKind):
+// typ, when present, JWT or logout+jwt; iss the primary issuer; the
+// signature with its keys, selected as for every token; then
+// checkLogoutToken. Claim names are exact, as in access tokens.
 func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToken, error) {
-	if len(raw) > p.cfg.MaxTokenBytes {
-		return nil, invalid("token too large", nil)
-	}
-	snap := p.keys.current()
-	if snap == nil {
-		return nil, ErrUnavailable
-	}
-	t, err := token.ParseJWS(raw)
+	v, err := p.verifyJWT(ctx, &logoutKind, raw, p.cfg.Now(), nil)
 	if err != nil {
 		return nil, err
 	}
-	switch strings.ToLower(t.Typ) {
-	case "", "jwt", "logout+jwt", "application/logout+jwt":
-	default:
-		return nil, invalid("not a logout token (typ)", nil)
-	}
-	if _, err := p.verifySignature(ctx, p.primary, snap, t); err != nil {
-		return nil, err
-	}
-	c, err := token.DecodeClaims(nil, t.Payload)
-	if err != nil {
-		return nil, err
-	}
-	now := p.cfg.Now()
-	switch {
-	case c.Issuer != p.issuer:
-		return nil, invalid("wrong issuer", nil)
-	case !contains(c.Audience, p.cfg.ClientID):
-		return nil, invalid("not intended for this client", nil)
-	case c.Nonce:
-		return nil, invalid("a logout token carries no nonce", nil)
-	case c.SID == "" && c.Subject == "":
-		return nil, invalid("neither sid nor sub", nil)
-	}
-	if err := p.checkTimes(c, now, tokenTimes{needIat: true, maxAge: maxLogoutTokenAge}); err != nil {
-		return nil, err
-	}
-	event := false
-	_ = token.EachMember(nil, t.Payload, func(name string, v []byte) error {
-		if name == "events" {
-			_ = token.EachMember(nil, v, func(ev string, val []byte) error {
-				if ev == backchannelLogoutEvent && len(val) > 0 && val[0] == '{' {
-					event = true
-				}
-				return nil
-			})
-		}
-		return nil
-	})
-	if !event {
-		return nil, invalid("the events claim lacks the back-channel logout event", nil)
-	}
+	c := v.claims
 	return &logoutToken{sid: c.SID, sub: c.Subject, jti: c.ID}, nil
+}
+
+// checkLogoutToken is logoutKind's check: aud naming this client; no
+// nonce; sid or sub; iat present, not in the future and at most 5
+// minutes old; exp and nbf, when present, as for access tokens
+// (checkTimes); the events claim holding the back-channel logout event as
+// an object.
+func checkLogoutToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error {
+	c := v.claims
+	switch {
+	case c.Issuer != v.is.url:
+		return invalid("wrong issuer", nil)
+	case !p.audienceOK(k.audience, v.is, c):
+		return invalid("not intended for this client", nil)
+	case k.nonce == nonceRefused && c.Nonce:
+		return invalid("a logout token carries no nonce", nil)
+	case c.SID == "" && c.Subject == "":
+		return invalid("neither sid nor sub", nil)
+	}
+	if err := p.checkTimes(c, v.now, k.times); err != nil {
+		return err
+	}
+	if k.event != "" && !hasEvent(c.Raw, k.event) {
+		return invalid("the events claim lacks the back-channel logout event", nil)
+	}
+	return nil
 }
 
 // endSessions ends the sessions a logout token names and reports how many

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
@@ -209,7 +208,6 @@ type issuer struct {
 	methods   map[string]jwt.SigningMethod
 	mapping   *token.Mapping // nil for the Keycloak preset as is
 	keys      *keySet
-	kf        keyfunc.Keyfunc // key selection over keys (see selectKey)
 }
 
 // newIssuer builds an issuer; keys is the issuer's key set.
@@ -218,8 +216,7 @@ func newIssuer(name, url string, audiences []string, algs []string, claims Claim
 	if err != nil {
 		return nil, err
 	}
-	kf, err := newKeyfunc(keys)
-	if err != nil {
+	if err := keys.openStore(); err != nil {
 		return nil, err
 	}
 	is := &issuer{
@@ -229,7 +226,6 @@ func newIssuer(name, url string, audiences []string, algs []string, claims Claim
 		methods:   signingMethods(algs),
 		mapping:   mapping,
 		keys:      keys,
-		kf:        kf,
 	}
 	for _, a := range audiences {
 		if a != "" {
@@ -241,23 +237,26 @@ func newIssuer(name, url string, audiences []string, algs []string, claims Claim
 
 // route returns the trusted issuer a token's payload names in its iss
 // claim, matched byte for byte, before any signature work: a token that
-// names no trusted issuer is refused here and costs no key fetch.
-func (p *Plugin) route(payload []byte) (*issuer, error) {
+// names no issuer k accepts (any trusted one, or the primary alone) is
+// refused here and costs no key fetch.
+func (p *Plugin) route(payload []byte, k *tokenKind) (*issuer, error) {
 	iss, ok := token.IssuerOf(payload)
 	if !ok {
 		if _, err := token.DecodeClaims(nil, payload); err != nil {
 			return nil, err
 		}
-		return nil, invalid("missing required claim iss", nil)
+		return nil, invalid(k.missingIss, nil)
 	}
-	if p.byURL == nil {
+	if p.byURL == nil || !k.anyIssuer {
 		if string(iss) == p.primary.url {
 			return p.primary, nil
 		}
 	} else if is, ok := p.byURL[string(iss)]; ok {
 		return is, nil
 	}
-	p.unknownIssuers.Add(1)
+	if k.anyIssuer {
+		p.unknownIssuers.Add(1)
+	}
 	return nil, invalid("wrong issuer", nil)
 }
 

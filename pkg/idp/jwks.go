@@ -4,18 +4,21 @@ package idp
 // selectKey (keyfunc.go) picks the key of a token.
 //
 // What keyfunc (github.com/MicahParks/keyfunc/v3, named in DESIGN §3) does
-// here, plainly: it serves only a token whose kid is not in the current
-// key snapshot. It reads the key through keyStorage (keyfunc.go), a
-// read-only jwkset.Storage over keySet whose KeyRead applies our
-// unknown-kid rule (one shared, rate-limited refetch), and refuses a JWK
-// whose own alg differs from the token's. Every other token bypasses it:
-// a known kid's key comes straight from the snapshot, because keyfunc
-// needs a jwt.Token with a header map and marshals the JWK again for every
-// key it returns, work the verification of each new token would pay
-// (bench/README.md, "Key selection"); and a token without kid is offered
-// every key that fits its alg (keyfunc would offer every key, whatever
-// its alg). algMatchesKey applies keyfunc's alg check on the
-// snapshot path, so both paths accept exactly the same keys.
+// here, plainly: each fetch puts the keys, as parsed JWKs, into jwkset's
+// memory storage (keySet.store, the one JWKS store), and keyfunc reads
+// that store through keyStore (keyfunc.go), whose KeyRead applies our
+// unknown-kid rule (one shared, rate-limited refetch) to a kid the store
+// lacks; keyfunc refuses a JWK whose own alg differs from the token's. It
+// serves the tokens whose kid is not in the current key snapshot (the
+// snapshot is the same keys, parsed once into crypto keys and indexed by
+// kid). Every other token bypasses it: a known kid's key comes straight
+// from the snapshot, because keyfunc needs a jwt.Token with a header map
+// and marshals the JWK again for every key it returns, work the
+// verification of each new token would pay (bench/README.md, "Key
+// selection"); and a token without kid is offered every key that fits its
+// alg (keyfunc would offer every key, whatever its alg). algMatchesKey
+// applies keyfunc's alg check on the snapshot path, so both paths accept
+// exactly the same keys.
 //
 // The stock jwkset HTTP storage (jwkset.NewStorageFromHTTP,
 // keyfunc.NewDefault) is not used at all, because:
@@ -44,6 +47,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/MicahParks/jwkset"
+	"github.com/MicahParks/keyfunc/v3"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -80,7 +85,12 @@ type keySet struct {
 	tracer   trace.Tracer // nil: no spans
 
 	snap atomic.Pointer[keySnapshot]
-	meta atomic.Pointer[providerMetadata]
+	// store holds the keys of snap as parsed JWKs, and kf is keyfunc over
+	// it (see keyStore and selectKey): the JWKS store every kind of token
+	// is verified with.
+	store *jwkset.MemoryJWKSet
+	kf    keyfunc.Keyfunc
+	meta  atomic.Pointer[providerMetadata]
 
 	// firstDone is closed when the first fetch has ended, the keys loaded
 	// or not (see awaitFirst); firstWait is called when a request starts
@@ -379,6 +389,11 @@ func (k *keySet) fetchCtx(ctx context.Context) error {
 		s.gen = old.gen
 	default:
 		s.gen = old.gen + 1
+	}
+	// The store first: a caller that finds the new snapshot finds its
+	// keys in the store too.
+	if err := k.store.KeyReplaceAll(ctx, s.jwks); err != nil {
+		return fmt.Errorf("idp: jwks: %w", err)
 	}
 	k.snap.Store(s)
 	if old != nil && old.gen != s.gen {

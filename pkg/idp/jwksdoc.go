@@ -24,15 +24,15 @@ type verifyKey struct {
 	kid string
 	alg string // the JWK's own alg, "" when absent
 	key crypto.PublicKey
-	jwk jwkset.JWK // as parsed, for keyfunc (see keyStorage)
 }
 
 // keySnapshot is an immutable view of the provider's key set.
 type keySnapshot struct {
 	byKID  map[string]verifyKey
-	all    []verifyKey // for tokens without kid
-	digest [32]byte    // identifies the key material, to detect changes
-	gen    uint64      // bumped whenever digest changes
+	all    []verifyKey  // for tokens without kid
+	jwks   []jwkset.JWK // the keys of all, as parsed: the key store's content (keyStore)
+	digest [32]byte     // identifies the key material, to detect changes
+	gen    uint64       // bumped whenever digest changes
 }
 
 // minRSABits is the smallest RSA modulus accepted from the JWKS (RFC 7518
@@ -84,7 +84,7 @@ func parseJWKS(body []byte, log *slog.Logger) (*keySnapshot, error) {
 		if err != nil {
 			continue
 		}
-		vk := verifyKey{kid: m.KID, alg: m.ALG.String(), key: key, jwk: jwk}
+		vk := verifyKey{kid: m.KID, alg: m.ALG.String(), key: key}
 		if vk.kid != "" {
 			if _, dup := s.byKID[vk.kid]; dup {
 				log.Warn("idp: JWKS has a duplicate kid; keeping the first", "kid", vk.kid)
@@ -93,6 +93,7 @@ func parseJWKS(body []byte, log *slog.Logger) (*keySnapshot, error) {
 			s.byKID[vk.kid] = vk
 		}
 		s.all = append(s.all, vk)
+		s.jwks = append(s.jwks, jwk)
 		material = append(material, vk.kid+"\x00"+vk.alg+"\x00"+string(der))
 	}
 	slices.Sort(material)

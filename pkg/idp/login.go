@@ -165,7 +165,8 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadGateway, "the identity provider returned no ID token")
 		return
 	}
-	if err := a.verifyIDToken(ctx, rawID, st.Nonce, tok.AccessToken); err != nil {
+	idc, err := a.verifyIDToken(ctx, rawID, st.Nonce, tok.AccessToken)
+	if err != nil {
 		a.cfg.Logger.Warn("idp: callback: ID token rejected", "error", err)
 		writeProblem(w, http.StatusUnauthorized, "the ID token is invalid")
 		return
@@ -176,7 +177,7 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	a.cfg.Logger.Info("idp: login completed", "sub", id.Payload.Subject)
 	if a.p.sessions != nil {
-		a.startSession(w, r, tok, rawID, id, st.ReturnTo)
+		a.startSession(w, r, tok, rawID, idc.SID, id, st.ReturnTo)
 		return
 	}
 	a.writeTokens(w, r, tok, rawID, st.ReturnTo)

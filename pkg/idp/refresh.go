@@ -56,7 +56,7 @@ func (a *authRoutes) refresh(w http.ResponseWriter, r *http.Request) {
 	if rawID != "" {
 		// The nonce of the original login is not known here (OIDC Core
 		// §12.2 lets it be absent or repeated); everything else is checked.
-		if err := a.verifyIDToken(ctx, rawID, "", tok.AccessToken); err != nil {
+		if _, err := a.verifyIDToken(ctx, rawID, "", tok.AccessToken); err != nil {
 			a.cfg.Logger.Warn("idp: refresh: ID token rejected", "error", err)
 			writeProblem(w, http.StatusBadGateway, "the identity provider returned an invalid ID token")
 			return

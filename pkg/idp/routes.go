@@ -76,19 +76,11 @@ func (p *Plugin) newRoutes() http.Handler {
 		prefix = ""
 	}
 	a := &authRoutes{
-		p:      p,
-		cfg:    p.cfg,
-		seal:   seal,
-		used:   newUsedSet(maxUsedStates),
-		scopes: scopes,
-		verifier: oidc.NewVerifier(p.issuer, newOIDCKeySet(p), &oidc.Config{
-			ClientID:             p.cfg.ClientID,
-			SupportedSigningAlgs: p.cfg.Algorithms,
-			Now:                  p.cfg.Now,
-			// exp and nbf are verifyIDToken's (checkTimes), read without
-			// go-oidc's int64 overflow and with Config.Leeway.
-			SkipExpiryCheck: true,
-		}),
+		p:             p,
+		cfg:           p.cfg,
+		seal:          seal,
+		used:          newUsedSet(maxUsedStates),
+		scopes:        scopes,
 		httpsRedirect: redirect.Scheme == "https",
 		cookiePath:    p.cfg.AuthPrefix,
 		paths: map[string]route{
@@ -118,7 +110,6 @@ type authRoutes struct {
 	seal          *sealer
 	used          *usedSet
 	scopes        []string
-	verifier      *oidc.IDTokenVerifier
 	httpsRedirect bool
 	cookiePath    string
 	paths         map[string]route

@@ -224,7 +224,7 @@ func (m *sessionManager) refreshTokens(ctx context.Context, s *session) (*sessio
 	}
 	if raw, _ := tok.Extra("id_token").(string); raw != "" {
 		// Kept for the logout's id_token_hint, once its signature checks.
-		if _, err := newOIDCKeySet(m.p).VerifySignature(cctx, raw); err == nil {
+		if m.p.idTokenSigned(cctx, raw) {
 			ns.IDToken = raw
 		}
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"golang.org/x/oauth2"
-
-	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
 // The /auth routes in session mode (Config.Session): the callback starts a
@@ -18,13 +16,8 @@ import (
 
 // startSession answers a completed login in session mode: a session, its
 // cookie, and a redirect to where the login began.
-func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID string, id *Identity, returnTo string) {
-	sid := ""
-	if t, err := token.ParseJWS(rawID); err == nil {
-		if c, err := token.DecodeClaims(nil, t.Payload); err == nil {
-			sid = c.SID
-		}
-	}
+// sid is the ID token's (verifyIDToken decoded it).
+func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID, sid string, id *Identity, returnTo string) {
 	cookies, err := a.p.sessions.create(r.Context(), r, tok, rawID, id, sid)
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {

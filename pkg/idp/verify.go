@@ -118,44 +118,14 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 			}
 		}
 	}
-	t, err := token.ParseJWS(raw)
+	v, err := p.verifyJWT(ctx, &accessKind, raw, now, nil)
 	if err != nil {
 		return nil, err
 	}
-	if t.Typ != "" {
-		switch strings.TrimPrefix(strings.ToLower(t.Typ), "application/") {
-		case "jwt", "at+jwt":
-		default:
-			return nil, invalid("not an access token", nil)
-		}
+	if v.waited {
+		gen = v.gen
 	}
-	is, err := p.route(t.Payload)
-	if err != nil {
-		return nil, err
-	}
-	snap := is.keys.current()
-	if snap == nil {
-		if err := is.keys.awaitFirst(ctx, p.cfg.FirstKeysWait); err != nil {
-			return nil, err
-		}
-		// Keys arrived meanwhile: the generation is read again before the
-		// key set, as probe does.
-		gen = p.gen.Load()
-		snap = is.keys.current()
-	}
-	if _, err := p.verifySignature(ctx, is, snap, t); err != nil {
-		return nil, err
-	}
-	c, err := p.decodeClaims(is, t.Payload)
-	if err != nil {
-		return nil, err
-	}
-	if err := p.checkTimes(c, now, tokenTimes{needExp: true}); err != nil {
-		return nil, err
-	}
-	if err := is.checkClaims(c, t.IsATJWT()); err != nil {
-		return nil, err
-	}
+	c, is := v.claims, v.is
 	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name)}
 	p.cache.put(key, id, token.NumericTime(c.Exp), now, gen)
 	return id, nil
@@ -170,37 +140,19 @@ func (p *Plugin) decodeClaims(is *issuer, payload []byte) (*token.Claims, error)
 	return token.DecodeMapped(p.intern, payload, is.mapping)
 }
 
-// verifySignature checks t's signature with the key the header selects
-// (see selectKey) among the keys of the issuer is, with one of is's
-// algorithms, for access tokens and ID tokens alike. It returns the
-// snapshot the key came from.
-func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnapshot, t *token.JWS) (*keySnapshot, error) {
-	method, ok := is.methods[t.Alg]
-	if !ok {
-		return snap, invalid("unsupported algorithm", nil)
+// checkAccessToken is accessKind's check: the lifetime, then the rules
+// on the issuer, the token type, the audience and sender constraints.
+func checkAccessToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error {
+	if err := p.checkTimes(v.claims, v.now, k.times); err != nil {
+		return err
 	}
-	key, snap, err := is.selectKey(ctx, snap, t)
-	if err != nil {
-		return snap, err
-	}
-	if set, ok := key.(jwt.VerificationKeySet); ok {
-		for _, k := range set.Keys {
-			if method.Verify(t.SigningInput, t.Sig, k) == nil {
-				return snap, nil
-			}
-		}
-		return snap, invalid("invalid signature", nil)
-	}
-	if err := method.Verify(t.SigningInput, t.Sig, key); err != nil {
-		return snap, invalid("invalid signature", err)
-	}
-	return snap, nil
+	return p.checkClaims(k, v.is, v.claims, v.jws.IsATJWT())
 }
 
-// checkClaims applies the rules on the issuer, the token type, the
+// checkClaims applies k's rules on the issuer, the token type, the
 // audience of is and sender constraints. atJWT tells that the header
 // declared an RFC 9068 access token (typ "at+jwt").
-func (is *issuer) checkClaims(c *token.Claims, atJWT bool) error {
+func (p *Plugin) checkClaims(k *tokenKind, is *issuer, c *token.Claims, atJWT bool) error {
 	if c.Issuer == "" {
 		return invalid("missing required claim iss", nil)
 	}
@@ -219,16 +171,16 @@ func (is *issuer) checkClaims(c *token.Claims, atJWT bool) error {
 	// are recognised by what only they carry: at_hash or c_hash, or a
 	// nonce in a token that declares no type at all. (Keycloak's access
 	// tokens may carry the login's nonce, but always with typ "Bearer".)
-	if c.ATHash || c.CHash || (c.Nonce && c.Typ == "" && !atJWT) {
+	if c.ATHash || c.CHash || (k.nonce == nonceMarksIDToken && c.Nonce && c.Typ == "" && !atJWT) {
 		return invalid("not an access token (an ID token)", nil)
 	}
 	if c.Subject == "" {
 		return invalid("missing subject", nil)
 	}
-	if !is.audienceOK(c) {
+	if !p.audienceOK(k.audience, is, c) {
 		return invalid("token not intended for this service", nil)
 	}
-	if c.Cnf || dpop {
+	if k.refuseCnf && (c.Cnf || dpop) {
 		return senderConstrained(c)
 	}
 	return nil
@@ -258,23 +210,6 @@ var (
 func present(c *token.Claims, p token.Path) bool {
 	v, err := token.Lookup(c.Raw, p)
 	return err == nil && v != nil
-}
-
-// audienceOK is the specification's audience rule (§5.4–5.6): aud (string
-// or list) holds the primary audience or an optional one, or azp is one of
-// them.
-func (is *issuer) audienceOK(c *token.Claims) bool {
-	for _, a := range c.Audience {
-		if _, ok := is.audiences[a]; ok {
-			return true
-		}
-	}
-	if c.AZP != "" {
-		if _, ok := is.audiences[c.AZP]; ok {
-			return true
-		}
-	}
-	return false
 }
 
 // signingMethods returns the JWS verifiers of the configured algorithms.
