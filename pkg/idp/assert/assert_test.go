@@ -27,11 +27,10 @@ import (
 // clock is a settable time shared by a Signer and the verifying plugin.
 type clock struct{ t atomic.Int64 }
 
-func (c *clock) now() time.Time             { return time.Unix(c.t.Load(), 0) }
-func (c *clock) set(t time.Time)            { c.t.Store(t.Unix()) }
-func (c *clock) add(d time.Duration)        { c.t.Add(int64(d / time.Second)) }
-func newClock(t time.Time) *clock           { c := &clock{}; c.set(t); return c }
-func newKey(t *testing.T) *ecdsa.PrivateKey { return mustKey(t) }
+func (c *clock) now() time.Time      { return time.Unix(c.t.Load(), 0) }
+func (c *clock) set(t time.Time)     { c.t.Store(t.Unix()) }
+func (c *clock) add(d time.Duration) { c.t.Add(int64(d / time.Second)) }
+func newClock(t time.Time) *clock    { c := &clock{}; c.set(t); return c }
 
 func mustKey(t *testing.T) *ecdsa.PrivateKey {
 	t.Helper()
@@ -88,7 +87,7 @@ func verifier(t *testing.T, issuer, audience string, c *clock) *idp.Plugin {
 func TestAssertionVerifiedByPkgIDP(t *testing.T) {
 	c := newClock(time.Now())
 	is := newIssuerServer(t)
-	s := is.newSigner(t, c, assert.Key{Signer: newKey(t)})
+	s := is.newSigner(t, c, assert.Key{Signer: mustKey(t)})
 	p := verifier(t, s.Issuer(), "grafana", c)
 	raw, exp, err := s.Sign(assert.Claims{Audience: "grafana", Subject: "u1", Username: "alice", Email: "alice@example.com",
 		Roles: []string{"admin"}, Groups: []string{"ops"}, IssuerName: "corp", ACR: "1", AMR: []string{"pwd"}, AuthTime: c.now().Add(-time.Hour)})
@@ -123,17 +122,15 @@ func TestAssertionVerifiedByPkgIDP(t *testing.T) {
 func TestForgedAssertionsRefused(t *testing.T) {
 	c := newClock(time.Now())
 	is := newIssuerServer(t)
-	key := newKey(t)
+	key := mustKey(t)
 	s := is.newSigner(t, c, assert.Key{Signer: key})
 	p := verifier(t, s.Issuer(), "grafana", c)
 	claims := assert.Claims{Audience: "grafana", Subject: "u1"}
 
-	other, err := assert.NewSigner(assert.Options{Issuer: s.Issuer(), Keys: []assert.Key{{Signer: newKey(t)}}, Now: c.now})
+	other, err := assert.NewSigner(assert.Options{Issuer: s.Issuer(), Keys: []assert.Key{{Signer: mustKey(t)}}, Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherKey, _, _ := other.Sign(claims)
-	wrongAud, _, _ := s.Sign(assert.Claims{Audience: "wiki", Subject: "u1"})
 	expired, _, _ := s.Sign(claims)
 	real, _, _ := s.Sign(claims)
 	// same kid, alg none
@@ -148,8 +145,8 @@ func TestForgedAssertionsRefused(t *testing.T) {
 
 	c.add(assert.DefaultLifetime + time.Second) // only expired is past: sign the others now
 	real, _, _ = s.Sign(claims)
-	otherKey, _, _ = other.Sign(claims)
-	wrongAud, _, _ = s.Sign(assert.Claims{Audience: "wiki", Subject: "u1"})
+	otherKey, _, _ := other.Sign(claims)
+	wrongAud, _, _ := s.Sign(assert.Claims{Audience: "wiki", Subject: "u1"})
 	for name, raw := range map[string]string{"another key": otherKey, "wrong aud": wrongAud, "expired": expired,
 		"alg none": noneRaw, "the caller's own token": callers, "tampered": tampered, "empty": ""} {
 		if _, err := p.Verify(context.Background(), raw); err == nil || !errors.Is(err, idp.ErrInvalidToken) && !errors.Is(err, idp.ErrNoToken) {
@@ -177,8 +174,8 @@ func TestRotationWithoutFailure(t *testing.T) {
 	start := time.Now().Truncate(time.Second)
 	c := newClock(start)
 	is := newIssuerServer(t)
-	k1 := assert.Key{Signer: newKey(t)}
-	k2 := assert.Key{Signer: newKey(t), NotBefore: start.Add(2 * time.Minute)}
+	k1 := assert.Key{Signer: mustKey(t)}
+	k2 := assert.Key{Signer: mustKey(t), NotBefore: start.Add(2 * time.Minute)}
 	s := is.newSigner(t, c, k1)
 	p := verifier(t, s.Issuer(), "grafana", c)
 	claims := assert.Claims{Audience: "grafana", Subject: "u1"}
@@ -260,7 +257,7 @@ func TestKeyFile(t *testing.T) {
 func TestDiscoveryDocument(t *testing.T) {
 	c := newClock(time.Now())
 	is := newIssuerServer(t)
-	s := is.newSigner(t, c, assert.Key{Signer: newKey(t)})
+	s := is.newSigner(t, c, assert.Key{Signer: mustKey(t)})
 	resp, err := http.Get(s.Issuer() + "/.well-known/openid-configuration")
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +279,7 @@ func TestDiscoveryDocument(t *testing.T) {
 	}
 	r.Body.Close()
 	for _, bad := range []string{"", "ftp://x", "http://example.com", "https://x/?q=1"} {
-		if _, err := assert.NewSigner(assert.Options{Issuer: bad, Keys: []assert.Key{{Signer: newKey(t)}}}); !errors.Is(err, assert.ErrConfig) {
+		if _, err := assert.NewSigner(assert.Options{Issuer: bad, Keys: []assert.Key{{Signer: mustKey(t)}}}); !errors.Is(err, assert.ErrConfig) {
 			t.Errorf("issuer %q: %v", bad, err)
 		}
 	}
