@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -215,11 +216,28 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	if err := traced.Plugin().WaitReady(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	// The same proxy with the other credential modes: a repeated token
+	// through assertion is one cache look-up more than forward.
+	modes := map[string]*Proxy{}
+	for _, mode := range []string{CredentialNone, CredentialAssertion} {
+		mc := testConfig(idpSrv, target.String())
+		mc.Upstream.Credential = mode
+		mc.Assertion.IssuerURL, mc.Assertion.KeyFile = "https://proxy.example.com/.idp-proxy", filepath.Join(b.TempDir(), "keys.pem")
+		mp, err := newProxy(b, mc, Options{Transport: tr})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mp.Plugin().WaitReady(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		modes[mode] = mp
+	}
 	token := "Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-	}{{"bare-reverseproxy", bare}, {"idp-proxy", p}, {"idp-proxy-traced", traced}} {
+	}{{"bare-reverseproxy", bare}, {"idp-proxy", p}, {"idp-proxy-traced", traced},
+		{"idp-proxy-credential-none", modes[CredentialNone]}, {"idp-proxy-credential-assertion", modes[CredentialAssertion]}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
