@@ -36,6 +36,7 @@ func TestTrustIssuerFlags(t *testing.T) {
 		{"--trust-issuer", "http://127.0.0.1:1"}, // no audience
 		{"--trust-audience", "shortener"},        // no issuer
 		{"--trust-issuer", "http://127.0.0.1:1", "--trust-audience", "s", "--trust-identity-headers"},
+		{"--trust-issuer", "http://127.0.0.1:1", "--trust-audience", "s", "--idp-issuer-url", "http://127.0.0.1:2", "--idp-client-id", "c"},
 		{"--trust-issuer", "http://127.0.0.1:1", "--trust-audience", "s", "--assertion-header", "a b"},
 	} {
 		if _, err := capture(t, args...); err == nil {

@@ -206,8 +206,8 @@ func loadConfig(v *viper.Viper) (config, error) {
 		errs = append(errs, fmt.Errorf("shortener: identity-header %q is not a header name", cfg.IdentityHeader))
 	}
 	if cfg.TrustIssuer != "" {
-		if cfg.TrustIdentity || cfg.IDPServerURL != "" {
-			errs = append(errs, errors.New("shortener: --trust-issuer excludes --trust-identity-headers and --idp-server-url: pick one source of identity"))
+		if cfg.TrustIdentity || cfg.IDPServerURL != "" || cfg.IDPIssuerURL != "" {
+			errs = append(errs, errors.New("shortener: --trust-issuer excludes --trust-identity-headers, --idp-server-url and --idp-issuer-url: pick one source of identity"))
 		}
 		if cfg.TrustAudience == "" {
 			errs = append(errs, errors.New("shortener: --trust-issuer needs --trust-audience (this shortener's audience in idp-proxy's upstream)"))
