@@ -99,11 +99,11 @@ func (h UpstreamHeaders) apply(c HeadersConfig) HeadersConfig {
 
 // upstream is one compiled UpstreamRoute.
 type upstream struct {
-	index    int
-	match    string
-	cfg      UpstreamConfig // defaults applied
-	url      *url.URL
-	headers  *headerRules
+	index   int
+	match   string
+	cfg     UpstreamConfig // defaults applied
+	url     *url.URL
+	headers *headerRules
 	// audience is the aud of the upstream's assertions (credential
 	// assertion; see newCredential, called by build).
 	audience string
