@@ -52,6 +52,9 @@ type Config struct {
 	// Traefik forwardAuth, Caddy forward_auth). With it, Upstream.URL may
 	// be empty: the proxy then forwards nothing (forward-auth only).
 	ForwardAuth ForwardAuthConfig `mapstructure:"-"`
+	// Assertion configures the assertions of the upstreams whose
+	// credential is "assertion".
+	Assertion AssertionConfig `mapstructure:"assertion"`
 }
 
 // UpstreamConfig says where requests go.
@@ -91,6 +94,17 @@ type UpstreamConfig struct {
 	// and Timeout are replaced by this limit on the whole call, so that
 	// long streams are not cut; past it the call ends. [1h]
 	StreamTimeout time.Duration `mapstructure:"stream_timeout"`
+	// Credential is what the upstream receives as the caller's
+	// credential: "forward" (the caller's token, as headers.forward_token
+	// says), "none" (identity headers only) or "assertion" (a JWT the
+	// proxy signs for this upstream, see AssertionConfig). With none and
+	// assertion the caller's token reaches the upstream in no header and
+	// no cookie. Upstreams inherit the upstream section's. ["forward"]
+	Credential string `mapstructure:"credential"`
+	// Audience is the aud of the upstream's assertions (credential
+	// assertion only). [the match pattern's host (and path); the single
+	// upstream's URL]
+	Audience string `mapstructure:"audience"`
 }
 
 // Upstream protocols (UpstreamConfig.Protocol).
@@ -207,6 +221,7 @@ func DefaultConfig() Config {
 			IdleTimeout:         DefaultUpstreamIdleTimeout,
 			StreamTimeout:       DefaultStreamTimeout,
 			Protocol:            ProtocolAuto,
+			Credential:          CredentialForward,
 		},
 		DefaultPolicy: PolicyAuthenticated,
 		Headers: HeadersConfig{
@@ -217,6 +232,7 @@ func DefaultConfig() Config {
 			Roles:             DefaultRolesHeader,
 		},
 		MaxBodyBytes: DefaultMaxBodyBytes,
+		Assertion:    AssertionConfig{}.withDefaults(),
 	}
 }
 
@@ -242,6 +258,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = d.MaxBodyBytes
 	}
+	c.Assertion = c.Assertion.withDefaults()
 	return c
 }
 
@@ -264,7 +281,27 @@ func (c Config) validate() error {
 		bad(keys("default_policy"), "default_policy %q: want authenticated or deny", c.DefaultPolicy)
 	}
 	errs = append(errs, c.Headers.validate()...)
+	if err := checkCredential("upstream.credential", c.Upstream.Credential); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Upstream.Audience != "" && c.Upstream.Credential != CredentialAssertion && len(c.Upstreams) == 0 {
+		bad(keys("upstream.audience"), "upstream.audience is the aud of assertions: set upstream.credential: assertion, or remove it")
+	}
+	errs = append(errs, c.Assertion.validate(c.usesAssertion())...)
 	return errors.Join(errs...)
+}
+
+// usesAssertion reports whether an upstream's credential is assertion.
+func (c Config) usesAssertion() bool {
+	if len(c.Upstreams) == 0 {
+		return c.Upstream.Credential == CredentialAssertion
+	}
+	for _, u := range c.Upstreams {
+		if u.Inherit(c.Upstream).Credential == CredentialAssertion {
+			return true
+		}
+	}
+	return false
 }
 
 // validate reports the problems of an upstream's settings, their keys

@@ -50,6 +50,9 @@ type headerRules struct {
 	roles          string
 	claims         []claimHeader // headers.claims, by name
 	memo           *identityMemo
+	// cred is the upstream's credential mode; nil forwards the token
+	// (forward). Set by build.
+	cred *credential
 }
 
 // claimHeader is a header of headers.claims.
@@ -169,7 +172,7 @@ func (h *headerRules) stripAll(hdr http.Header) {
 // unverified "ceo@example.com" would otherwise be vouched for by the
 // proxy. The values come from the memo (shared, see identityValues).
 func (h *headerRules) setIdentity(hdr http.Header, id *idp.Identity, bearer []string) {
-	if h.forwardToken && id.Raw != "" {
+	if h.forwardToken && h.cred == nil && id.Raw != "" {
 		if bearer == nil {
 			bearer = []string{"Bearer " + id.Raw}
 		}

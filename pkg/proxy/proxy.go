@@ -86,8 +86,10 @@ type Proxy struct {
 	maxBody           int64
 	ts                *tracing.Server // nil: no tracing
 	tracer            trace.Tracer
-	issuers           []issuerMetrics // by the plugin's issuers, the primary first
-	probes            []upstreamProbe // the upstreams /readyz asks, in configuration order
+	issuers           []issuerMetrics  // by the plugin's issuers, the primary first
+	probes            []upstreamProbe  // the upstreams /readyz asks, in configuration order
+	issuer            *assertionIssuer // discovery and JWKS of the assertions; nil without
+	issuerRule        *rule
 
 	rids requestIDs
 }
@@ -176,6 +178,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 	p.badRule.metrics = p.metrics.forRule(p.badRule.label)
 	p.preflightRule.metrics = p.metrics.forRule(p.preflightRule.label)
 	p.verifyRule.metrics = p.metrics.forRule(p.verifyRule.label)
+	p.issuerRule = &rule{index: -1, pattern: "GET (assertion issuer)", policy: policyPublic,
+		desc: "public (the assertions' discovery and JWKS)", label: "(assertion-issuer)"}
+	p.issuerRule.metrics = p.metrics.forRule(p.issuerRule.label)
 	p.issuers = p.metrics.forIssuers(plugin.IssuerNames())
 
 	p.rids.init()
@@ -183,6 +188,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		p.tracer = p.ts.Tracer()
 	}
 
+	if err := p.buildCredentials(); err != nil {
+		return nil, err
+	}
 	if p.ups != nil {
 		for _, up := range p.ups.all {
 			up.p = p
@@ -335,6 +343,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		v := p.serveVerify(w, r)
 		p.answerVerify(w, v)
 		return v
+	}
+	if p.issuer.serves(r.URL.Path) {
+		p.issuer.h.ServeHTTP(w, r)
+		return verdict{rule: p.issuerRule, dec: decPublic}
 	}
 	rp, rpCORS, grpc, grpcCORS := p.rp, p.rpCORS, p.grpc, p.grpcCORS
 	if p.ups != nil {

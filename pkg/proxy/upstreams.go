@@ -54,6 +54,9 @@ func (u UpstreamConfig) Inherit(section UpstreamConfig) UpstreamConfig {
 	if u.Protocol == "" {
 		u.Protocol = section.Protocol
 	}
+	if u.Credential == "" {
+		u.Credential = section.Credential
+	}
 	if u.CAFile == "" && u.ClientCertFile == "" && u.ClientKeyFile == "" {
 		u.CAFile, u.ClientCertFile, u.ClientKeyFile = section.CAFile, section.ClientCertFile, section.ClientKeyFile
 	}
@@ -96,11 +99,14 @@ func (h UpstreamHeaders) apply(c HeadersConfig) HeadersConfig {
 
 // upstream is one compiled UpstreamRoute.
 type upstream struct {
-	index    int
-	match    string
-	cfg      UpstreamConfig // defaults applied
-	url      *url.URL
-	headers  *headerRules
+	index   int
+	match   string
+	cfg     UpstreamConfig // defaults applied
+	url     *url.URL
+	headers *headerRules
+	// audience is the aud of the upstream's assertions (credential
+	// assertion; see newCredential, called by build).
+	audience string
 	rp       *httputil.ReverseProxy // built by build
 	grpc     *grpcForward           // built by build
 	rpCORS   *httputil.ReverseProxy // rp for the routes with a CORS policy; nil without any
@@ -170,6 +176,14 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			errs = append(errs, missingKeyf(keys(k), k+": url is required"))
 			continue
 		}
+		if err := checkCredential(prefix+"credential", uc.Credential); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if uc.Audience != "" && uc.Credential != CredentialAssertion {
+			bad(i, "audience is the aud of assertions: set credential: assertion, or remove it")
+			continue
+		}
 		hc := rc.Headers.apply(cfg.Headers)
 		if herrs := hc.validate(); len(herrs) > 0 {
 			for _, e := range herrs {
@@ -178,7 +192,10 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			continue
 		}
 		u, _ := url.Parse(uc.URL) // validated
-		up := &upstream{index: i, match: host + path, cfg: uc, url: u, headers: newHeaderRules(hc)}
+		up := &upstream{index: i, match: host + path, cfg: uc, url: u, headers: newHeaderRules(hc), audience: uc.Audience}
+		if up.audience == "" {
+			up.audience = defaultAudience(host, path)
+		}
 		identity = append(identity, hc.User, hc.PreferredUsername, hc.Email, hc.Roles)
 		if perr := registerUpstream(s.mux, host+path, up); perr != nil {
 			bad(i, "match %q: %v", rc.Match, perr)

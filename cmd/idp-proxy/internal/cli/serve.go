@@ -45,9 +45,9 @@ Signals:
            then in-flight requests get server.shutdown_timeout.
   SIGINT   stop without the drain (Ctrl-C).
   SIGHUP   reload the configuration: routes, headers, default policy, the
-           upstream and the idp section are re-read, checked and swapped in
-           atomically; requests in flight finish under the configuration they
-           started with. A file that does not check keeps the running
+           upstream, the idp section and the assertion key file are
+           re-read, checked and swapped in atomically; requests in flight
+           finish under the configuration they started with. A file that does not check keeps the running
            configuration (logged, and counted in
            idp_proxy_config_reloads_total{result="failure"}). Listen
            addresses, TLS, server timeouts and logging need a restart.`,

@@ -118,6 +118,7 @@ func (f File) Proxy() proxy.Config {
 		MaxBodyBytes:     f.Server.MaxBodyBytes,
 
 		SkipAuthPreflight: f.SkipAuthPreflight,
+		Assertion:         f.Assertion,
 		ForwardAuth:       proxy.ForwardAuthConfig{Enabled: f.ForwardAuth.Enabled, TrustedCIDRs: f.ForwardAuth.TrustedCIDRs},
 	}
 }

@@ -56,6 +56,9 @@ type File struct {
 	// Pages are the look of the HTML pages browsers get for refusals
 	// and errors. [the built-in page]
 	Pages Pages `mapstructure:"pages"`
+	// Assertion configures the assertions of the upstreams whose
+	// credential is assertion (see proxy.AssertionConfig).
+	Assertion proxy.AssertionConfig `mapstructure:"assertion"`
 
 	// fromEnv maps the keys Load took from the environment to their
 	// variables, so that Check's errors can name the variable.
@@ -224,6 +227,7 @@ func Default() File {
 		Log:         Log{Format: "json", Level: "info"},
 		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
 		Tracing:     Tracing{TrustedCIDRs: []string{}},
+		Assertion:   pd.Assertion,
 		Session: Session{
 			Store:         StoreCookie,
 			CookieName:    id.Session.CookieName,

@@ -97,7 +97,14 @@ Identity (pick at most one):
   --trust-identity-headers   behind idp-proxy: its X-Auth-Request-User is the
                              caller (created_by, owner of /links), its
                              X-Auth-Request-Roles the roles for --admin-roles.
-  Without either, /links answers 401: there is nobody to own links.
+  --trust-issuer URL         behind idp-proxy with credential: assertion: verify
+                             its X-Auth-Request-Assertion (--assertion-header)
+                             with pkg/idp against URL's discovery and JWKS
+                             (the proxy's assertion.issuer_url), audience
+                             --trust-audience; its sub is created_by, its
+                             roles the roles for --admin-roles. Identity
+                             headers alone are refused (401).
+  Without any, /links answers 401: there is nobody to own links.
 
 Faults and stopping:
   --store-timeout bounds each store call: a store that hangs (a frozen
@@ -143,6 +150,9 @@ The page (GET /) and the API are described at GET /openapi.json.`,
 	f.String("metrics-listen", defaultMetricsListen, `address of the Prometheus /metrics listener (keep it off the public port); "api" serves /metrics on --listen as well, "off" disables it`)
 	f.Bool("trust-identity-headers", false, "record the identity header of requests as the link's creator; ONLY behind a proxy that sets it and strips client copies")
 	f.String("identity-header", "X-Auth-Request-User", "header read when --trust-identity-headers is on")
+	f.String("trust-issuer", "", "verify idp-proxy's identity assertions (credential: assertion) against this issuer URL (its assertion.issuer_url); identity headers alone are then refused")
+	f.String("trust-audience", "", "the audience of the assertions for this shortener (the upstream's audience in idp-proxy; required with --trust-issuer)")
+	f.String("assertion-header", "X-Auth-Request-Assertion", "header carrying the assertion, with --trust-issuer")
 	f.Duration("shutdown-timeout", 25*time.Second, "time given to in-flight requests on SIGTERM/SIGINT")
 	f.Duration("drain-delay", 5*time.Second, `on SIGTERM, how long /health answers 503 while the listener still accepts, before the shutdown; "0s" stops at once`)
 	f.Duration("store-timeout", shortener.DefaultStoreTimeout, "bound of each link store call: past it the request answers 503 (the link store is unavailable) with Retry-After")

@@ -43,7 +43,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
-		AccessLog: true, IdentityHeader: "X-Auth-Request-User", ShutdownTimeout: 25 * time.Second,
+		AccessLog: true, IdentityHeader: "X-Auth-Request-User", AssertionHeader: "X-Auth-Request-Assertion", ShutdownTimeout: 25 * time.Second,
 		DrainDelay: 5 * time.Second, StoreTimeout: 5 * time.Second,
 		CacheSize: 100_000, CacheTTL: 5 * time.Second, CacheStaleIfError: time.Minute, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",

@@ -18,15 +18,21 @@ import (
 
 // config is the resolved configuration of one run.
 type config struct {
-	Listen          string
-	Store           string
-	BaseURL         string
-	LogFormat       string // auto | json | text
-	LogLevel        slog.Level
-	AccessLog       bool
-	MetricsListen   string // an address, metricsOnAPI (/metrics on the API listener) or "off"
-	TrustIdentity   bool
-	IdentityHeader  string
+	Listen         string
+	Store          string
+	BaseURL        string
+	LogFormat      string // auto | json | text
+	LogLevel       slog.Level
+	AccessLog      bool
+	MetricsListen  string // an address, metricsOnAPI (/metrics on the API listener) or "off"
+	TrustIdentity  bool
+	IdentityHeader string
+	// TrustIssuer is idp-proxy's assertion issuer: the caller is the
+	// subject of the verified assertion in AssertionHeader, for the
+	// audience TrustAudience.
+	TrustIssuer     string
+	TrustAudience   string
+	AssertionHeader string
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration // on SIGTERM: /health fails, listener still accepts
 	StoreTimeout    time.Duration // bound of each store call
@@ -93,6 +99,10 @@ func loadConfig(v *viper.Viper) (config, error) {
 		MetricsListen:  v.GetString("metrics-listen"),
 		TrustIdentity:  getBool("trust-identity-headers"),
 		IdentityHeader: v.GetString("identity-header"),
+
+		TrustIssuer:     v.GetString("trust-issuer"),
+		TrustAudience:   v.GetString("trust-audience"),
+		AssertionHeader: v.GetString("assertion-header"),
 
 		IDPServerURL:         v.GetString("idp-server-url"),
 		IDPRealm:             v.GetString("idp-realm"),
@@ -194,6 +204,19 @@ func loadConfig(v *viper.Viper) (config, error) {
 	}
 	if cfg.TrustIdentity && (cfg.IdentityHeader == "" || strings.ContainsAny(cfg.IdentityHeader, " :\t\r\n")) {
 		errs = append(errs, fmt.Errorf("shortener: identity-header %q is not a header name", cfg.IdentityHeader))
+	}
+	if cfg.TrustIssuer != "" {
+		if cfg.TrustIdentity || cfg.IDPServerURL != "" || cfg.IDPIssuerURL != "" {
+			errs = append(errs, errors.New("shortener: --trust-issuer excludes --trust-identity-headers, --idp-server-url and --idp-issuer-url: pick one source of identity"))
+		}
+		if cfg.TrustAudience == "" {
+			errs = append(errs, errors.New("shortener: --trust-issuer needs --trust-audience (this shortener's audience in idp-proxy's upstream)"))
+		}
+		if cfg.AssertionHeader == "" || strings.ContainsAny(cfg.AssertionHeader, " :\t\r\n") {
+			errs = append(errs, fmt.Errorf("shortener: assertion-header %q is not a header name", cfg.AssertionHeader))
+		}
+	} else if cfg.TrustAudience != "" {
+		errs = append(errs, errors.New("shortener: --trust-audience needs --trust-issuer"))
 	}
 	if _, _, err := parseStore(cfg.Store); err != nil {
 		errs = append(errs, err)

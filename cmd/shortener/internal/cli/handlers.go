@@ -27,7 +27,9 @@ func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slo
 // statistics record the country of the client's address.
 func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinfo.GeoIP, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
 	var hopts shortener.HandlerOptions
-	if plugin != nil {
+	if plugin != nil && cfg.TrustIssuer != "" {
+		hopts = assertionOptions(plugin, cfg.AssertionHeader)
+	} else if plugin != nil {
 		hopts = idpauth.HandlerOptions(plugin, cfg.IDPCreateRoles...)
 	} else if cfg.TrustIdentity {
 		hopts.Owner = shortener.OwnerFromHeader(cfg.IdentityHeader)

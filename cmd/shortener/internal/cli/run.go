@@ -137,6 +137,17 @@ func run(ctx context.Context, cfg config, logOut io.Writer, hooks runHooks) (err
 		defer plugin.Close()
 		log.Info("verifying access tokens in-process", "issuer", plugin.Issuer(), "create_roles", cfg.IDPCreateRoles)
 	}
+	if cfg.TrustIssuer != "" {
+		plugin, err = newAssertionVerifier(ctx, cfg, log)
+		if err != nil {
+			for _, l := range listeners {
+				_ = l.Listener.Close()
+			}
+			return err
+		}
+		defer plugin.Close()
+		log.Info("verifying idp-proxy's identity assertions", "issuer", plugin.Issuer(), "audience", cfg.TrustAudience, "header", cfg.AssertionHeader)
+	}
 	var geo *visitinfo.GeoIP
 	if cfg.GeoIPFile != "" && cfg.VisitStats {
 		if geo, err = visitinfo.OpenGeoIP(cfg.GeoIPFile); err != nil {
