@@ -1,6 +1,3 @@
-// The shortener's groups: its stores preloaded with 10k and 1M links, and
-// its redirect and create cases against a constant 302.
-
 package main
 
 import (
@@ -13,6 +10,9 @@ import (
 	"strings"
 	"time"
 )
+
+// The shortener's groups: its stores preloaded with 10k and 1M links, and
+// its redirect and create cases against a constant 302.
 
 // shortenerPhases measures redirects against the constant 302 per store
 // and size, and creates per store.
