@@ -127,6 +127,26 @@ func TestFirstKeysWaitEndsWhenTheProviderFails(t *testing.T) {
 			t.Fatalf("after recovery: %v", v.Outcome)
 		}
 	})
+	t.Run("down: any token waits for the first fetch's end", func(t *testing.T) {
+		// A token that names no issuer is judged as it would be after the
+		// first fetch failed (503), not refused 401 while the fetch is
+		// still under way: the answer does not depend on the moment.
+		srv.SetDown(true)
+		defer srv.SetDown(false)
+		gated := newGatedTransport(t)
+		c := cfg
+		c.HTTPClient = &http.Client{Transport: gated}
+		p := startPlugin(t, c)
+		var waits atomic.Int32
+		idp.SetFirstKeysWaitHook(p, func() { waits.Add(1); gated.open() })
+		noIss := "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"
+		if v := p.Authorize(bearer(noIss)); v.Outcome != idp.Unavailable || waits.Load() != 1 {
+			t.Fatalf("during the first fetch: %v %q after %d waits, want 503 once it failed", v.Outcome, v.Detail(), waits.Load())
+		}
+		if v := p.Authorize(bearer(noIss)); v.Outcome != idp.Unavailable {
+			t.Fatalf("after the first fetch failed: %v %q", v.Outcome, v.Detail())
+		}
+	})
 	t.Run("hanging: FirstKeysWait ends the wait", func(t *testing.T) {
 		c := cfg
 		c.HTTPClient = &http.Client{Transport: newGatedTransport(t)} // never opened

@@ -104,6 +104,16 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		return nil, pr.err
 	}
 	raw, gen, now := pr.raw, pr.gen, pr.now
+	if p.byURL == nil && p.keys.current() == nil {
+		// The first key set is on its way (once its fetch has failed,
+		// probe refuses at once): wait for it before judging the token,
+		// so that a request during the first fetch gets the answer one
+		// after it would, whatever the token.
+		if err := p.keys.awaitFirst(ctx, p.cfg.FirstKeysWait); err != nil {
+			return nil, err
+		}
+		gen = p.gen.Load()
+	}
 	key := cacheKey{hot: pr.slot}
 	if payload, exp := p.cache.get(raw, &key, now, gen); payload != nil {
 		// Verified before: only the claims are decoded again (they
