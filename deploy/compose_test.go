@@ -359,21 +359,7 @@ func flagValues(args []string, name string) []string {
 // a named volume every replica mounts, so both sign with the same key.
 func checkComposeAssertion(t *testing.T, c composeFile, sh composeService, cfg proxyFile, listenPort int) {
 	t.Helper()
-	if slices.Contains(sh.Command, "--trust-identity-headers") {
-		t.Errorf("shortener trusts identity headers: %v", sh.Command)
-	}
-	if cfg.Upstream.Credential != "assertion" || cfg.Upstream.Audience == "" {
-		t.Errorf("upstream credential %q audience %q: want assertion with an audience", cfg.Upstream.Credential, cfg.Upstream.Audience)
-	}
-	issuer, _ := flagValue(sh.Command, "trust-issuer")
-	audience, _ := flagValue(sh.Command, "trust-audience")
-	if issuer != cfg.Assertion.IssuerURL || audience != cfg.Upstream.Audience {
-		t.Errorf("shortener --trust-issuer %q --trust-audience %q, want the proxy's assertion.issuer_url %q and upstream.audience %q",
-			issuer, audience, cfg.Assertion.IssuerURL, cfg.Upstream.Audience)
-	}
-	if h, p := hostPort(t, issuer); h != "localhost" || p != listenPort {
-		t.Errorf("assertion issuer %s: want localhost:%d, the load balancer in the shortener's namespace", issuer, listenPort)
-	}
+	checkShortenerVerifies(t, sh.Command, cfg, "localhost", listenPort)
 	keyDir := filepath.Dir(cfg.Assertion.KeyFile)
 	var sources []string
 	for _, name := range replicaNames {
