@@ -18,8 +18,9 @@ type composeFile struct {
 }
 
 type composeService struct {
-	Image string `yaml:"image"`
-	Build *struct {
+	Image       string `yaml:"image"`
+	NetworkMode string `yaml:"network_mode"`
+	Build       *struct {
 		Context    string `yaml:"context"`
 		Dockerfile string `yaml:"dockerfile"`
 	} `yaml:"build"`
@@ -156,19 +157,22 @@ func TestCompose(t *testing.T) {
 	}
 	checkRealmLogout(t, c, web, cfg, listenPort)
 
-	// The shortener: the proxy's upstream, not published, on PostgreSQL.
+	// The shortener: the proxy's upstream, not published, on PostgreSQL,
+	// in the load balancer's network namespace (so that the assertion
+	// issuer, the published entry point on localhost, is reachable from it).
 	sh := c.Services["shortener"]
 	if len(sh.Ports) != 0 {
 		t.Errorf("shortener publishes %v: it must be reachable only through the proxy", sh.Ports)
 	}
+	if sh.NetworkMode != "service:lb" || sh.DependsOn["lb"].Condition != "service_started" {
+		t.Errorf("shortener network_mode %q, depends_on %v: want the load balancer's namespace (service:lb), started after it", sh.NetworkMode, sh.DependsOn)
+	}
 	upHost, upPort := hostPort(t, cfg.Upstream.URL)
 	listen, _ := flagValue(sh.Command, "listen")
-	if _, p := hostPort(t, listen); upHost != "shortener" || p != upPort {
-		t.Errorf("upstream.url %s vs shortener --listen %s", cfg.Upstream.URL, listen)
+	if _, p := hostPort(t, listen); upHost != "lb" || p != upPort {
+		t.Errorf("upstream.url %s vs shortener --listen %s in the load balancer's namespace", cfg.Upstream.URL, listen)
 	}
-	if _, ok := flagValue(sh.Command, "trust-identity-headers"); !ok && !slices.Contains(sh.Command, "--trust-identity-headers") {
-		t.Errorf("shortener does not record the proxy's identity header: %v", sh.Command)
-	}
+	checkComposeAssertion(t, c, sh, cfg, listenPort)
 	if base, _ := flagValue(sh.Command, "base-url"); base != fmt.Sprintf("http://localhost:%d", listenPort) {
 		t.Errorf("shortener --base-url %q must be the published proxy", base)
 	}
@@ -345,4 +349,33 @@ func flagValues(args []string, name string) []string {
 		}
 	}
 	return out
+}
+
+// checkComposeAssertion: the shortener verifies the assertion the proxy
+// signs for it (credential: assertion), never trusting identity headers:
+// --trust-issuer is the proxy's assertion.issuer_url, the published load
+// balancer on localhost (the shortener shares its network namespace),
+// --trust-audience the upstream's audience, and the signing key lives in
+// a named volume every replica mounts, so both sign with the same key.
+func checkComposeAssertion(t *testing.T, c composeFile, sh composeService, cfg proxyFile, listenPort int) {
+	t.Helper()
+	checkShortenerVerifies(t, sh.Command, cfg, "localhost", listenPort)
+	keyDir := filepath.Dir(cfg.Assertion.KeyFile)
+	var sources []string
+	for _, name := range replicaNames {
+		src := ""
+		for _, v := range c.Services[name].Volumes {
+			parts := strings.Split(v, ":")
+			if len(parts) >= 2 && parts[1] == keyDir && (len(parts) == 2 || parts[2] != "ro") {
+				src = parts[0]
+			}
+		}
+		if _, ok := c.Volumes[src]; !ok {
+			t.Errorf("%s: assertion.key_file %s is not in a writable named volume: %v", name, cfg.Assertion.KeyFile, c.Services[name].Volumes)
+		}
+		sources = append(sources, src)
+	}
+	if len(slices.Compact(sources)) != 1 {
+		t.Errorf("the replicas keep their assertion keys in different volumes %v: they must share one", sources)
+	}
 }

@@ -117,8 +117,15 @@ type proxyFile struct {
 	Listen        string `json:"listen"`
 	MetricsListen string `json:"metrics_listen"`
 	Upstream      struct {
-		URL string `json:"url"`
+		URL        string `json:"url"`
+		Credential string `json:"credential"`
+		Audience   string `json:"audience"`
 	} `json:"upstream"`
+	Assertion struct {
+		IssuerURL string `json:"issuer_url"`
+		KeyFile   string `json:"key_file"`
+		Header    string `json:"header"`
+	} `json:"assertion"`
 	IDP struct {
 		ServerURL         string   `json:"server_url"`
 		Realm             string   `json:"realm"`

@@ -325,6 +325,7 @@ func TestKubernetes(t *testing.T) {
 		}
 		env = append(env, "IDP_PROXY_IDP_"+strings.ToUpper(key)+"="+local)
 	}
+	env = append(env, k8sAssertionKey(t, cfgFile, dir, cm.Data["config.yaml"], secretDir, secret, env)...)
 	cfg := loadProxyConfig(t, cfgFile, env)
 	checkRoutesReachable(t, cm.Data["config.yaml"])
 
@@ -356,9 +357,8 @@ func TestKubernetes(t *testing.T) {
 	if shHost != "127.0.0.1" || upHost != "127.0.0.1" || shPort != upPort {
 		t.Errorf("shortener --listen %s and upstream.url %s: want the same port on 127.0.0.1", listen, cfg.Upstream.URL)
 	}
-	if !slices.Contains(sh.Args, "--trust-identity-headers") {
-		t.Errorf("shortener args %v: the owner is not recorded", sh.Args)
-	}
+	// The shortener verifies its own pod's proxy's assertions, on loopback.
+	checkShortenerVerifies(t, sh.Args, cfg, "localhost", listenPort)
 	for _, e := range sh.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
 			s := find(t, objs, "Secret", e.ValueFrom.SecretKeyRef.Name)

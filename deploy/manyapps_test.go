@@ -42,10 +42,17 @@ func TestManyAppsCompose(t *testing.T) {
 		t.Fatalf("check-config: %v\n%s", err, out)
 	}
 	var eff struct {
+		Listen    string `json:"listen"`
 		Upstreams []struct {
-			Match string `json:"match"`
-			URL   string `json:"url"`
+			Match      string `json:"match"`
+			URL        string `json:"url"`
+			Credential string `json:"credential"`
+			Audience   string `json:"audience"`
 		} `json:"upstreams"`
+		Assertion struct {
+			IssuerURL string `json:"issuer_url"`
+			KeyFile   string `json:"key_file"`
+		} `json:"assertion"`
 		IDP struct {
 			RedirectURI string `json:"redirect_uri"`
 		} `json:"idp"`
@@ -58,12 +65,37 @@ func TestManyAppsCompose(t *testing.T) {
 		t.Fatal(err)
 	}
 	hosts := []string{"login.apps.localhost"}
+	_, listenPort := hostPort(t, eff.Listen)
 	for _, u := range eff.Upstreams {
 		hosts = append(hosts, strings.TrimSuffix(u.Match, "/"))
 		svc, _, _ := strings.Cut(strings.TrimPrefix(u.URL, "http://"), ":")
-		if _, ok := c.Services[svc]; !ok {
-			t.Errorf("upstream %s goes to %s, not a service of the compose file", u.Match, u.URL)
+		if u.Match != "shortener.apps.localhost/" {
+			if _, ok := c.Services[svc]; !ok {
+				t.Errorf("upstream %s goes to %s, not a service of the compose file", u.Match, u.URL)
+			}
+			continue
 		}
+		// The shortener, on the proxy's loopback in its namespace, which
+		// verifies the assertion the proxy signs for it.
+		sh := c.Services["shortener"]
+		if listen, _ := flagValue(sh.Command, "listen"); sh.NetworkMode != "service:idp-proxy" || "http://"+listen != u.URL {
+			t.Errorf("upstream %s goes to %s: want the shortener in idp-proxy's network namespace listening there (network_mode %q, --listen %q)",
+				u.Match, u.URL, sh.NetworkMode, listen)
+		}
+		var cfg proxyFile
+		cfg.Upstream.Credential, cfg.Upstream.Audience, cfg.Assertion.IssuerURL = u.Credential, u.Audience, eff.Assertion.IssuerURL
+		checkShortenerVerifies(t, sh.Command, cfg, "localhost", listenPort)
+	}
+	// One replica: its assertion key may be generated at start, into a
+	// writable named volume that keeps it across restarts.
+	keyVolume := ""
+	for _, v := range px.Volumes {
+		if parts := strings.Split(v, ":"); len(parts) == 2 && parts[1] == filepath.Dir(eff.Assertion.KeyFile) {
+			keyVolume = parts[0]
+		}
+	}
+	if _, ok := c.Volumes[keyVolume]; !ok || eff.Assertion.KeyFile == "" {
+		t.Errorf("assertion.key_file %q is not in a writable named volume of idp-proxy: %v", eff.Assertion.KeyFile, px.Volumes)
 	}
 	if len(eff.Upstreams) != 3 {
 		t.Errorf("%d upstreams, want the three apps", len(eff.Upstreams))

@@ -15,6 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -69,6 +71,11 @@ type Options struct {
 	// Ready, when set, is called with the bound addresses once everything
 	// serves.
 	Ready func(Endpoints)
+
+	// seenByShortener, when set, is called with every request the
+	// shortener receives, before it handles it (tests: what reaches the
+	// upstream).
+	seenByShortener func(*http.Request)
 }
 
 // Endpoints are the base URLs of the running demo.
@@ -78,8 +85,11 @@ type Endpoints struct {
 	Shortener string
 	Proxy     string
 	Ops       string
-	TokenURL  string // the provider's token endpoint
-	Store     string // where links are kept
+	// AssertionIssuer is the proxy as the issuer of the assertions it
+	// signs for the shortener: Proxy + "/.idp-proxy".
+	AssertionIssuer string
+	TokenURL        string // the provider's token endpoint
+	Store           string // where links are kept
 }
 
 func (o *Options) defaults() {
@@ -177,17 +187,34 @@ func Run(ctx context.Context, o Options) (err error) {
 			err = errors.Join(err, fmt.Errorf("demo: writing the last visit counts: %w", cerr))
 		}
 	}()
-	hopts := shortener.HandlerOptions{
-		Owner:       shortener.OwnerFromHeader(identityHeader),
-		DisplayName: shortener.NameFromHeader(usernameHeader),
-		Page:        true, // the web page at GET /, behind the sign-in
+	// The shortener trusts no identity header: it verifies the assertion
+	// the proxy signs for it (cmd/shortener --trust-issuer).
+	issuerURL := proxyURL + assertionPath
+	keyDir, dropKeys, err := assertionKeyDir(o.DataDir)
+	if err != nil {
+		return err
 	}
+	defer dropKeys()
+	verifier, err := newAssertionVerifier(ctx, issuerURL, log.With("component", "shortener"))
+	if err != nil {
+		return err
+	}
+	defer verifier.Close()
+	hopts := assertionHandlerOptions(verifier)
+	hopts.Page = true // the web page at GET /, behind the sign-in
 	if !o.NoSessions {
 		hopts.LogoutURL = "/auth/logout" // the page's "Sign out"
 	}
 	shortH, err := shortener.NewHandler(svc, hopts)
 	if err != nil {
 		return err
+	}
+	var upstream http.Handler = shortH
+	if seen := o.seenByShortener; seen != nil {
+		upstream = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen(r)
+			shortH.ServeHTTP(w, r)
+		})
 	}
 
 	secret := make([]byte, 32)
@@ -217,6 +244,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer plugin.Close()
 	cfg := proxy.DefaultConfig()
 	cfg.Upstream.URL = "http://" + shortLn.Addr().String()
+	cfg.Upstream.Credential, cfg.Upstream.Audience = proxy.CredentialAssertion, assertionAudience
+	cfg.Assertion.IssuerURL, cfg.Assertion.KeyFile = issuerURL, filepath.Join(keyDir, assertionKeyFile)
 	cfg.Headers.User = identityHeader
 	cfg.Headers.PreferredUsername = usernameHeader
 	cfg.Routes = Routes()
@@ -235,23 +264,56 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 
 	ep := Endpoints{
-		Provider:  provider.URL,
-		Issuer:    provider.Issuer,
-		Shortener: "http://" + shortLn.Addr().String(),
-		Proxy:     proxyURL,
-		Ops:       "http://" + opsLn.Addr().String(),
-		TokenURL:  provider.TokenURL(),
-		Store:     storeDesc,
+		Provider:        provider.URL,
+		Issuer:          provider.Issuer,
+		Shortener:       "http://" + shortLn.Addr().String(),
+		Proxy:           proxyURL,
+		Ops:             "http://" + opsLn.Addr().String(),
+		AssertionIssuer: issuerURL,
+		TokenURL:        provider.TokenURL(),
+		Store:           storeDesc,
+	}
+	runCtx, stopServers := context.WithCancel(ctx)
+	defer stopServers()
+	served := make(chan error, 1)
+	go func() {
+		served <- server.Run(runCtx, server.Options{Logger: log, ShutdownTimeout: demoShutdownDeadline},
+			server.Listener{Name: "shortener", Listener: shortLn, Handler: upstream},
+			server.Listener{Name: "idp-proxy", Listener: proxyLn, Handler: px},
+			server.Listener{Name: "idp-proxy-ops", Listener: opsLn, Handler: px.OpsHandler()},
+		)
+	}()
+	// The shortener's verifier reads the proxy's discovery and JWKS, which
+	// the proxy serves only from here on: ready once it has them.
+	readyCtx, cancel = context.WithTimeout(ctx, startupTimeout)
+	err = verifier.WaitReady(readyCtx)
+	cancel()
+	if err != nil {
+		stopServers()
+		return errors.Join(fmt.Errorf("demo: the shortener could not load the proxy's assertion keys from %s: %w", issuerURL, err), <-served)
 	}
 	printBanner(o.Out, ep, px.Table(), !o.NoSessions, o.Shape)
 	if o.Ready != nil {
 		o.Ready(ep)
 	}
-	return server.Run(ctx, server.Options{Logger: log, ShutdownTimeout: demoShutdownDeadline},
-		server.Listener{Name: "shortener", Listener: shortLn, Handler: shortH},
-		server.Listener{Name: "idp-proxy", Listener: proxyLn, Handler: px},
-		server.Listener{Name: "idp-proxy-ops", Listener: opsLn, Handler: px.OpsHandler()},
-	)
+	return <-served
+}
+
+// assertionKeyDir is where the proxy keeps its assertion signing key: the
+// data directory (kept across restarts, as a volume would be), or a
+// temporary one with an in-memory store, removed by drop.
+func assertionKeyDir(dataDir string) (dir string, drop func(), err error) {
+	if dataDir != "memory:" {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return "", nil, fmt.Errorf("demo: data directory (--data-dir): %w", err)
+		}
+		return dataDir, func() {}, nil
+	}
+	dir, err = os.MkdirTemp("", "idp-demo-keys-")
+	if err != nil {
+		return "", nil, fmt.Errorf("demo: a directory for the assertion key: %w", err)
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // Routes are the demo proxy's rules (examples/demo-proxy.yaml has the
@@ -309,6 +371,9 @@ idp-proxy demo: everything runs on loopback. Ctrl-C stops it.
                      (%[2]s)
   idp-proxy          %[3]s   (operations: %[4]s/healthz, /readyz, /metrics)
   shortener          %[5]s   (the upstream; links in %[6]s)
+                     (it verifies the assertion idp-proxy signs for it,
+                     issuer %[12]s: never the caller's token,
+                     and identity headers alone are refused)
 
 Rules of the proxy:
 %[7]s
@@ -329,7 +394,7 @@ TOKEN=$(bin/idp-demo token alice)
 # Without a token the proxy answers 401, and the shortener never sees the request:
 curl -si -X POST %[3]s/shorten -H 'Content-Type: application/json' -d '{"url":"https://example.com/"}'
 `, ep.Issuer, like, ep.Proxy, ep.Ops, ep.Shortener, ep.Store, table,
-		ServiceClientID, ServiceClientSecret, ep.TokenURL, CreatorRole)
+		ServiceClientID, ServiceClientSecret, ep.TokenURL, CreatorRole, ep.AssertionIssuer)
 	if sessions {
 		fmt.Fprintf(w, `
 # Browser: open %[1]s/ : the proxy sends you through the provider's sign-in

@@ -77,8 +77,9 @@ func TestDemoFlow(t *testing.T) {
 		t.Skip("starts the whole stack")
 	}
 	dir := t.TempDir()
-	ep, banner, stop := startDemo(t, Options{DataDir: dir})
-	for _, want := range []string{ep.Proxy + "/shorten", ep.TokenURL, "client_id=" + ServiceClientID, "open " + ep.Proxy + "/ ", ep.Proxy + "/auth/logout"} {
+	seen := &upstreamLog{}
+	ep, banner, stop := startDemo(t, Options{DataDir: dir, seenByShortener: seen.record})
+	for _, want := range []string{ep.Proxy + "/shorten", ep.TokenURL, "client_id=" + ServiceClientID, "open " + ep.Proxy + "/ ", ep.Proxy + "/auth/logout", "issuer " + ep.Proxy + assertionPath} {
 		if !strings.Contains(banner.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner.String())
 		}
@@ -131,6 +132,11 @@ func TestDemoFlow(t *testing.T) {
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "https://example.com/hello" {
 		t.Fatalf("redirect: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
+	// The shortener received the proxy's assertion for it, never the
+	// caller's token; reached directly, it refuses forged identity headers
+	// and the caller's token presented as the assertion.
+	seen.check(t, ep, tok.AccessToken)
+	checkShortenerRefusesForgeries(t, ep, tok.AccessToken)
 	// No token: 401.
 	resp = shorten("", "https://example.com/")
 	resp.Body.Close()

@@ -50,7 +50,8 @@ func TestDemoShapes(t *testing.T) {
 		{ShapeGeneric, []string{"roles"}, []string{"realm_access", "typ"}, "alice"},
 	} {
 		t.Run(string(tc.shape), func(t *testing.T) {
-			ep, banner, _ := startDemo(t, Options{DataDir: "memory:", Shape: tc.shape})
+			seen := &upstreamLog{}
+			ep, banner, _ := startDemo(t, Options{DataDir: "memory:", Shape: tc.shape, seenByShortener: seen.record})
 			if ep.Issuer != ep.Provider {
 				t.Errorf("issuer %q: want the plain issuer %q", ep.Issuer, ep.Provider)
 			}
@@ -107,6 +108,8 @@ func TestDemoShapes(t *testing.T) {
 			if list.User.Name != tc.username {
 				t.Errorf("the shortener greets %q, want %q", list.User.Name, tc.username)
 			}
+			seen.check(t, ep, tok.AccessToken, user)
+			checkShortenerRefusesForgeries(t, ep, user)
 		})
 	}
 }
