@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -83,24 +84,48 @@ func (p *Plugin) newRoutes() http.Handler {
 		scopes:        scopes,
 		httpsRedirect: redirect.Scheme == "https",
 		cookiePath:    p.cfg.AuthPrefix,
-		paths: map[string]route{
-			prefix + "/login":    {http.MethodGet, (*authRoutes).login},
-			prefix + "/callback": {http.MethodGet, (*authRoutes).callback},
-			prefix + "/logout":   {http.MethodPost, (*authRoutes).logout},
-			prefix + "/refresh":  {http.MethodPost, (*authRoutes).refresh},
-		},
+		mux:           http.NewServeMux(),
+		notFound: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeProblem(w, http.StatusNotFound, "no such authentication route")
+		}),
 	}
+	logout := route{"POST", (*authRoutes).logout}
 	if p.sessions != nil {
-		a.paths[prefix+"/logout"] = route{"GET, POST", (*authRoutes).sessionLogout}
-		a.paths[prefix+"/backchannel-logout"] = route{http.MethodPost, (*authRoutes).backchannelLogout}
+		logout = route{"GET, POST", (*authRoutes).sessionLogout}
+		a.handle(prefix+"/backchannel-logout", route{http.MethodPost, (*authRoutes).backchannelLogout})
 		p.sessions.setLateLogout(a.providerLogout)
 	}
+	a.handle(prefix+"/login", route{http.MethodGet, (*authRoutes).login})
+	a.handle(prefix+"/callback", route{http.MethodGet, (*authRoutes).callback})
+	a.handle(prefix+"/logout", logout)
+	a.handle(prefix+"/refresh", route{http.MethodPost, (*authRoutes).refresh})
+	a.mux.Handle("/", a.notFound)
 	return a
 }
 
+// route is one /auth path: the methods it serves and its handler.
 type route struct {
-	method string // one method, or a list ("GET, POST")
-	serve  func(*authRoutes, http.ResponseWriter, *http.Request)
+	methods string // one method, or a list ("GET, POST"): the Allow header of its 405
+	serve   func(*authRoutes, http.ResponseWriter, *http.Request)
+}
+
+// handle registers rt at path on a.mux: one pattern a method, and the
+// path without a method for the 405 (ServeMux's own 405 is text/plain).
+// A "GET" pattern also matches HEAD, which the routes refuse with 405.
+func (a *authRoutes) handle(path string, rt route) {
+	serve := func(w http.ResponseWriter, r *http.Request) { rt.serve(a, w, r) }
+	notAllowed := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", rt.methods)
+		writeProblem(w, http.StatusMethodNotAllowed, "method not allowed; use "+rt.methods)
+	}
+	methods := strings.Split(rt.methods, ", ")
+	for _, m := range methods {
+		a.mux.HandleFunc(m+" "+path, serve)
+	}
+	if !slices.Contains(methods, http.MethodHead) {
+		a.mux.HandleFunc(http.MethodHead+" "+path, notAllowed)
+	}
+	a.mux.HandleFunc(path, notAllowed)
 }
 
 // authRoutes serves the /auth routes; see Plugin.Routes.
@@ -112,7 +137,8 @@ type authRoutes struct {
 	scopes        []string
 	httpsRedirect bool
 	cookiePath    string
-	paths         map[string]route
+	mux           *http.ServeMux
+	notFound      http.Handler
 }
 
 func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,17 +147,28 @@ func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer pw.finish()
 		w = pw
 	}
-	rt, ok := a.paths[r.URL.Path]
-	if !ok {
-		writeProblem(w, http.StatusNotFound, "no such authentication route")
-		return
+	a.route(r).ServeHTTP(w, r)
+}
+
+// route returns the handler of r's path and method. The routes match the
+// decoded path exactly: a path ServeMux would clean ("/auth//login",
+// "/auth/login/") is no route rather than a redirect, and an encoded
+// slash ("/auth%2Flogin") is a slash. Handler, unlike ServeHTTP, leaves
+// r.Pattern as the caller's mux set it.
+func (a *authRoutes) route(r *http.Request) http.Handler {
+	if r.URL.Path == "" || path.Clean(r.URL.Path) != r.URL.Path {
+		return a.notFound
 	}
-	if r.Method != rt.method && !(strings.Contains(rt.method, ", ") && slices.Contains(strings.Split(rt.method, ", "), r.Method)) {
-		w.Header().Set("Allow", rt.method)
-		writeProblem(w, http.StatusMethodNotAllowed, "method not allowed; use "+rt.method)
-		return
+	if r.URL.RawPath != "" {
+		u := *r.URL
+		u.RawPath = ""
+		r2 := *r
+		r2.URL = &u
+		h, _ := a.mux.Handler(&r2)
+		return h
 	}
-	rt.serve(a, w, r)
+	h, _ := a.mux.Handler(r)
+	return h
 }
 
 // oauthConfig builds the x/oauth2 configuration from the discovered
