@@ -1,5 +1,7 @@
 package idp
 
+import "github.com/idp-proxy/idp-proxy/internal/urlpath"
+
 // CookieSet is what the plugin owns of an application's cookies and
 // paths, as a proxy in front of the application needs it (Plugin.Cookies).
 type CookieSet struct {
@@ -21,7 +23,7 @@ type CookieSet struct {
 // OwnsPath reports whether path belongs to the plugin's own routes: path
 // is AuthPrefix or below it ("/auth", "/auth/login"; not "/authx").
 func (s CookieSet) OwnsPath(path string) bool {
-	return s.AuthPrefix != "" && isUnder(path, s.AuthPrefix)
+	return s.AuthPrefix != "" && urlpath.Under(path, s.AuthPrefix)
 }
 
 // Cookies returns the plugin's cookie set. Each call returns new slices.
@@ -40,5 +42,5 @@ func (p *Plugin) Cookies() CookieSet {
 
 // ownsPath is CookieSet.OwnsPath without building the set.
 func (p *Plugin) ownsPath(path string) bool {
-	return p.cfg.IncludeRoutes && isUnder(path, p.cfg.AuthPrefix)
+	return p.cfg.IncludeRoutes && urlpath.Under(path, p.cfg.AuthPrefix)
 }

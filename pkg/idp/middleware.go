@@ -2,7 +2,6 @@ package idp
 
 import (
 	"net/http"
-	"strings"
 )
 
 // Authenticate extracts and verifies the request's token and returns a
@@ -45,11 +44,6 @@ func (p *Plugin) skipsAuth(path string) bool {
 		return true
 	}
 	return p.ownsPath(path)
-}
-
-// isUnder reports whether path is prefix itself or a path below it.
-func isUnder(path, prefix string) bool {
-	return path == prefix || (len(path) > len(prefix) && strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
 }
 
 // Require returns middleware that authenticates the request (unless an

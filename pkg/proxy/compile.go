@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/idp-proxy/idp-proxy/internal/urlpath"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -53,13 +54,13 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 			errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "idp.auth_prefix must not be \"/\" when include_routes is true: it would hide the upstream"))
 		}
 		for i, rc := range cfg.Routes {
-			if p := patternPath(rc.Match); isUnder(p, authPrefix) {
+			if p := patternPath(rc.Match); urlpath.Under(p, authPrefix) {
 				errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "routes[%d] %q lies under idp.auth_prefix %q, which the /auth routes serve (include_routes): it would never apply",
 					i, rc.Match, authPrefix))
 			}
 		}
 		for _, e := range ic.ExcludedPaths {
-			if isUnder(e, authPrefix) {
+			if urlpath.Under(e, authPrefix) {
 				errs = append(errs, keyErrorf(keys("idp.excluded_paths", "idp.auth_prefix"), "idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, authPrefix))
 			}
 		}
@@ -141,9 +142,4 @@ func patternPath(pattern string) string {
 		return pattern[i:]
 	}
 	return ""
-}
-
-// isUnder reports whether path is prefix or below it.
-func isUnder(path, prefix string) bool {
-	return path == prefix || (len(path) > len(prefix) && strings.HasPrefix(path, prefix) && path[len(prefix)] == '/')
 }

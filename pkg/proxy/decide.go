@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/urlpath"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -78,6 +79,18 @@ const allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 // decide checks the request's method and path, picks the rule and applies
 // it. r.Host must already be canonical (see serve).
 func (p *Proxy) decide(r *http.Request) verdict {
+	return p.judge(r, p.servesAuthPath(r.URL.Path))
+}
+
+// servesAuthPath reports whether path is one of the /auth routes the proxy
+// serves itself.
+func (p *Proxy) servesAuthPath(path string) bool {
+	return p.authRoutes != nil && urlpath.Under(path, p.authPrefix)
+}
+
+// judge is decide for a request whose path serve has already placed
+// (auth: servesAuthPath), so that it is placed once a request.
+func (p *Proxy) judge(r *http.Request, auth bool) verdict {
 	bad := func(status int, detail string) verdict {
 		return verdict{rule: p.badRule, dec: decBadRequest, status: status, detail: detail}
 	}
@@ -95,7 +108,7 @@ func (p *Proxy) decide(r *http.Request) verdict {
 	if reason := checkPath(r.URL.EscapedPath()); reason != "" {
 		return bad(http.StatusBadRequest, reason)
 	}
-	if p.authRoutes != nil && isUnder(r.URL.Path, p.authPrefix) {
+	if auth {
 		return verdict{rule: p.authRule, dec: decAuthRoute}
 	}
 	if isPreflight(r) {

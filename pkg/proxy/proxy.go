@@ -348,13 +348,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 		p.issuer.h.ServeHTTP(w, r)
 		return verdict{rule: p.issuerRule, dec: decPublic}
 	}
+	auth := p.servesAuthPath(r.URL.Path)
 	rp, rpCORS, grpc, grpcCORS := p.rp, p.rpCORS, p.grpc, p.grpcCORS
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
 			rp, rpCORS, grpc, grpcCORS = up.rp, up.rpCORS, up.grpc, up.grpcCORS
-		case p.authRoutes == nil || !isUnder(r.URL.Path, p.authPrefix):
+		case !auth:
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
 			// host (the central callback host needs no upstream).
@@ -364,7 +365,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 			return v
 		}
 	}
-	v := p.decide(r)
+	v := p.judge(r, auth)
 	if c := v.rule.cors; c != nil {
 		if v.dec == decPreflight {
 			c.preflight(w, r)
