@@ -136,7 +136,7 @@ func (a AssertionConfig) validate(used bool) []error {
 		bad("assertion.cache_size", "assertion.cache_size must not be negative, got %d", a.CacheSize)
 	}
 	switch f := foldName(a.Header); {
-	case !validHeaderName(a.Header):
+	case !isToken(a.Header):
 		bad("assertion.header", "assertion.header %q is not a valid header name", a.Header)
 	case f == "authorization":
 	case reservedHeader(f) != "":

@@ -316,7 +316,7 @@ func (c HeadersConfig) validate() []error {
 		if f.name == "" {
 			continue
 		}
-		if !validHeaderName(f.name) {
+		if !isToken(f.name) {
 			errs = append(errs, keyErrorf(keys(f.key), "%s %q is not a valid header name", f.key, f.name))
 			continue
 		}
@@ -370,19 +370,6 @@ func reservedHeader(folded string) string {
 		return "set by the proxy"
 	}
 	return ""
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("()<>@,;:\\\"/[]?={}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // stripCookie removes the cookie name from the Cookie headers of h: in
@@ -439,7 +426,7 @@ func stripCookies(h http.Header, names []string) {
 // configured identity headers: Compile also refuses a claim header that
 // is one of them. nil when the pair is fine.
 func CheckClaimHeader(name, path string) error {
-	if !validHeaderName(name) {
+	if !isToken(name) {
 		return fmt.Errorf("%q is not a valid header name", name)
 	}
 	if reason := reservedHeader(foldName(name)); reason != "" {

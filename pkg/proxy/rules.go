@@ -360,20 +360,6 @@ func neverMatches(pattern string) error {
 	return nil
 }
 
-// isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
-}
-
 func checkItems(items []string) error {
 	for _, it := range items {
 		if strings.TrimSpace(it) == "" {
