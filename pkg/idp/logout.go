@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"golang.org/x/oauth2"
 )
 
@@ -102,5 +103,5 @@ func (a *authRoutes) logout(w http.ResponseWriter, r *http.Request) {
 	if body.RefreshToken != "" {
 		outcome = a.providerLogout(r.Context(), body.RefreshToken)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"logged_out": true, "provider_logout": outcome})
+	jsondoc.Write(w, http.StatusOK, map[string]any{"logged_out": true, "provider_logout": outcome}, jsondoc.Options{Credentials: true})
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 )
@@ -92,12 +93,12 @@ func (a *authRoutes) writeTokens(w http.ResponseWriter, r *http.Request, tok *oa
 		maxAge := int(max(expiresIn, 0)) // 0: a session cookie
 		http.SetCookie(w, a.accessCookie(r, tok.AccessToken, maxAge))
 	}
-	writeJSON(w, http.StatusOK, tokenDocument{
+	jsondoc.Write(w, http.StatusOK, tokenDocument{
 		AccessToken:  tok.AccessToken,
 		RefreshToken: tok.RefreshToken,
 		IDToken:      idToken,
 		TokenType:    "Bearer",
 		ExpiresIn:    expiresIn,
 		ReturnTo:     returnTo,
-	})
+	}, jsondoc.Options{Credentials: true})
 }

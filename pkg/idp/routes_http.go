@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
@@ -30,24 +29,6 @@ func writeUnavailable(w http.ResponseWriter, err error) {
 		detail = detailSessionStoreUnavailable
 	}
 	problem.Write(w, http.StatusServiceUnavailable, detail)
-}
-
-// writeJSON answers v as JSON that no cache may keep (it carries tokens).
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil { // cannot happen: only strings, numbers and bools
-		problem.Write(w, http.StatusInternalServerError, "internal error")
-		return
-	}
-	body = append(body, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }
 
 // checkPOST refuses cross-site browser requests with 403.

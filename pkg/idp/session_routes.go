@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"golang.org/x/oauth2"
 )
 
@@ -103,7 +104,7 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 			body["session_store"] = "unavailable"
 			body["detail"] = "signed out in this browser; the session store is unavailable, so the session is deleted there (and ended at the provider) when it is back"
 		}
-		writeJSON(w, http.StatusOK, body)
+		jsondoc.Write(w, http.StatusOK, body, jsondoc.Options{Credentials: true})
 		return
 	}
 	target := a.p.cfg.Session.PostLogoutRedirectURI

@@ -1,10 +1,10 @@
 package proxy
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
 
@@ -52,7 +52,7 @@ func opsHandler(m *Metrics, ready http.HandlerFunc, o OpsOptions) http.Handler {
 
 // Healthz answers 200 {"status":"ok"}: the process serves.
 func Healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	jsondoc.Write(w, http.StatusOK, map[string]any{"status": "ok"}, jsondoc.Options{})
 }
 
 // writeDraining answers readiness while the program drains.
@@ -61,11 +61,4 @@ func writeDraining(w http.ResponseWriter) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = io.WriteString(w, `{"status":"draining"}`+"\n")
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }

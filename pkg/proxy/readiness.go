@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 )
 
 // Readiness says whether this replica can serve, not whether everything
@@ -179,7 +181,7 @@ func (p *Proxy) Readyz(w http.ResponseWriter, r *http.Request) {
 	case degraded:
 		rep.Status = "degraded"
 	}
-	writeJSON(w, code, rep)
+	jsondoc.Write(w, code, rep, jsondoc.Options{})
 }
 
 func reason(s, otherwise string) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
 
@@ -118,5 +119,5 @@ func (h *Handler) serveEdit(w http.ResponseWriter, r *http.Request, c Caller) {
 		}
 		return
 	}
-	writeJSON(w, http.StatusOK, h.svc.resource(l, h.svc.now()), "")
+	jsondoc.Write(w, http.StatusOK, h.svc.resource(l, h.svc.now()), jsondoc.Options{RawHTML: true})
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
 
@@ -92,7 +93,7 @@ func (h *Handler) serveLink(w http.ResponseWriter, r *http.Request, c Caller) {
 		h.writeLinkError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.svc.resource(l, h.svc.now()), "")
+	jsondoc.Write(w, http.StatusOK, h.svc.resource(l, h.svc.now()), jsondoc.Options{RawHTML: true})
 }
 
 // writeLinkError answers the error of a /links/{code} operation.
@@ -156,7 +157,7 @@ func (h *Handler) serveCreateLink(w http.ResponseWriter, r *http.Request, c Call
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusCreated, h.svc.resource(l, h.svc.now()), h.svc.baseURL+"/links/"+l.Code)
+	jsondoc.Write(w, http.StatusCreated, h.svc.resource(l, h.svc.now()), jsondoc.Options{RawHTML: true, Location: h.svc.baseURL + "/links/" + l.Code})
 }
 
 // serveList answers GET /links.
@@ -210,7 +211,7 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, c Caller) {
 		cur := encodeCursor(next)
 		out.NextCursor = &cur
 	}
-	writeJSON(w, http.StatusOK, out, "")
+	jsondoc.Write(w, http.StatusOK, out, jsondoc.Options{RawHTML: true})
 }
 
 // serveDelete answers DELETE /links/{code}.

@@ -1,19 +1,17 @@
 package shortener
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
 
@@ -95,7 +93,7 @@ func (h *Handler) serveShorten(w http.ResponseWriter, r *http.Request) {
 	if l.MaxVisits > 0 {
 		resp.MaxVisits = &l.MaxVisits
 	}
-	writeJSON(w, http.StatusCreated, resp, resp.ShortURL)
+	jsondoc.Write(w, http.StatusCreated, resp, jsondoc.Options{RawHTML: true, Location: resp.ShortURL})
 }
 
 // create makes the link of a parsed body and answers the errors itself.
@@ -124,24 +122,6 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, in linkBody, ow
 	}
 	writeStoreUnavailable(w)
 	return Link{}, false
-}
-
-// writeJSON answers v as JSON (URLs unescaped), not cacheable, with a
-// Location when location is not empty.
-func writeJSON(w http.ResponseWriter, status int, v any, location string) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // keep "&" in URLs readable
-	_ = enc.Encode(v)
-	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
-	hdr.Set("Cache-Control", "no-store")
-	if location != "" {
-		hdr["Location"] = []string{location}
-	}
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
 }
 
 // isJSON accepts "application/json" with, at most, a charset parameter equal

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
 
@@ -119,7 +120,7 @@ func (h *Handler) serveStats(w http.ResponseWriter, r *http.Request, c Caller) {
 		h.writeLinkError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, statsOf(code, q, st), "")
+	jsondoc.Write(w, http.StatusOK, statsOf(code, q, st), jsondoc.Options{RawHTML: true})
 }
 
 // statsOf makes the resource: a dense series (every bucket of the range,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 )
 
 // The authorization-code flow: a login without a form, codes bound to the
@@ -351,7 +352,7 @@ func (s *Server) issue(w http.ResponseWriter, sess *session) {
 	}
 	resp["refresh_token"] = rt
 	resp["refresh_expires_in"] = int(s.opts.RefreshTTL.Seconds())
-	writeJSON(w, http.StatusOK, resp)
+	jsondoc.Write(w, http.StatusOK, resp, jsondoc.Options{})
 }
 
 // newRefreshToken records and returns a refresh token for sess.

@@ -40,6 +40,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 )
 
 // Client is an OAuth client known to the server's token endpoint.
@@ -335,7 +337,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Discovery != nil {
 		s.opts.Discovery(doc)
 	}
-	writeJSON(w, http.StatusOK, doc)
+	jsondoc.Write(w, http.StatusOK, doc, jsondoc.Options{})
 }
 
 // now is the provider's clock (Options.Now).

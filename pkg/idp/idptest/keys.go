@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 )
 
 // KID returns the key IDs of the current RS256 and ES256 signing keys.
@@ -68,7 +70,7 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) {
 	}
 	keys = append(keys, s.extra...)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	jsondoc.Write(w, http.StatusOK, map[string]any{"keys": keys}, jsondoc.Options{})
 }
 
 func rsaJWK(k *rsa.PublicKey, kid, use, alg string) map[string]any {

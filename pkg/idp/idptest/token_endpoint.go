@@ -1,9 +1,10 @@
 package idptest
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
 )
 
 // token serves grant_type client_credentials, authorization_code (PKCE
@@ -29,14 +30,14 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			oauthError(w, http.StatusInternalServerError, "server_error", "signing failed")
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{
+		jsondoc.Write(w, http.StatusOK, map[string]any{
 			"access_token":       tok,
 			"expires_in":         int(s.ttl.Seconds()),
 			"refresh_expires_in": 0,
 			"token_type":         "Bearer",
 			"not-before-policy":  0,
 			"scope":              claims["scope"],
-		})
+		}, jsondoc.Options{})
 	case "authorization_code":
 		s.codeGrant(w, r, c)
 	case "refresh_token":
@@ -73,12 +74,5 @@ func (s *Server) clientAuth(w http.ResponseWriter, r *http.Request) (Client, boo
 func (s *Server) TokenRequests() int { return int(s.tokenRequests.Load()) }
 
 func oauthError(w http.ResponseWriter, status int, code, desc string) {
-	writeJSON(w, status, map[string]string{"error": code, "error_description": desc})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	jsondoc.Write(w, status, map[string]string{"error": code, "error_description": desc}, jsondoc.Options{})
 }
