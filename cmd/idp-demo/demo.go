@@ -26,6 +26,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
+	"github.com/idp-proxy/idp-proxy/pkg/shortener/idpauth"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
 )
 
@@ -200,7 +201,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	defer verifier.Close()
-	hopts := assertionHandlerOptions(verifier)
+	hopts := idpauth.AssertionOptions(verifier, assertionHeader)
 	hopts.Page = true // the web page at GET /, behind the sign-in
 	if !o.NoSessions {
 		hopts.LogoutURL = "/auth/logout" // the page's "Sign out"

@@ -2,7 +2,9 @@
 // with pkg/idp: bearer tokens (or the token cookie) are verified by an
 // idp.Plugin, the token's subject owns the links it creates, and its realm
 // roles are the caller's roles. It is the alternative to running the
-// shortener behind idp-proxy with shortener.OwnerFromHeader.
+// shortener behind idp-proxy with shortener.OwnerFromHeader. Behind
+// idp-proxy, AssertionOptions verifies the proxy's identity assertion
+// instead of trusting identity headers.
 package idpauth
 
 import (

@@ -28,7 +28,7 @@ func newHandlers(cfg config, store shortener.Store, plugin *idp.Plugin, log *slo
 func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinfo.GeoIP, log *slog.Logger) (svc *shortener.Service, api, metricsHandler http.Handler, err error) {
 	var hopts shortener.HandlerOptions
 	if plugin != nil && cfg.TrustIssuer != "" {
-		hopts = assertionOptions(plugin, cfg.AssertionHeader)
+		hopts = idpauth.AssertionOptions(plugin, cfg.AssertionHeader)
 	} else if plugin != nil {
 		hopts = idpauth.HandlerOptions(plugin, cfg.IDPCreateRoles...)
 	} else if cfg.TrustIdentity {
