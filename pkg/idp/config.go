@@ -367,7 +367,7 @@ func (c Config) validate() error {
 			missing("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
 		} else if len(c.SessionSecret) < 32 {
 			bad("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
-		} else if m := PlaceholderSecret(c.SessionSecret); m != "" {
+		} else if m := placeholderSecret(c.SessionSecret); m != "" {
 			bad("session_secret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}

@@ -46,6 +46,21 @@ var (
 	ErrSessionStoreUnavailable = fmt.Errorf("%w: the session store is unavailable", ErrUnavailable)
 	// ErrConfig: New was given an invalid Config.
 	ErrConfig = errors.New("idp: invalid config")
+	// ErrClaimType is the error of TokenPayload.ClaimValues for a claim that
+	// is not a string, a boolean, a number or an array of them.
+	ErrClaimType = errors.New("idp: the claim is not a string, boolean, number or array of them")
+	// ErrDiscovery: the provider's discovery document was refused (another
+	// issuer named, a required endpoint absent, an endpoint not an http(s)
+	// URL). Like an unreachable provider, it leaves the plugin not ready, and
+	// is retried.
+	ErrDiscovery = errors.New("idp: discovery document refused")
+	// ErrClientRejected: the identity provider refused the client's own
+	// credentials (a wrong or missing client secret, an unknown or disabled
+	// client), or does not let it use the flow the /auth routes need.
+	ErrClientRejected = errors.New("idp: the identity provider refused the client")
+	// ErrInsecureTransport: ForwardToken refused to send a bearer token over
+	// plain http to a host that is not loopback.
+	ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over plain http")
 )
 
 // ConfigError is one problem Config.Validate (and New) found in a Config:

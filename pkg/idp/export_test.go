@@ -17,3 +17,6 @@ func SetFirstKeysWaitHook(p *Plugin, f func()) {
 		is.keys.firstWait = f
 	}
 }
+
+// OwnsPath is ownsPath, for the tests that check it against the routes.
+func (s CookieSet) OwnsPath(path string) bool { return s.ownsPath(path) }

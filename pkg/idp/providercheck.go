@@ -14,11 +14,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ErrClientRejected: the identity provider refused the client's own
-// credentials (a wrong or missing client secret, an unknown or disabled
-// client), or does not let it use the flow the /auth routes need.
-var ErrClientRejected = errors.New("idp: the identity provider refused the client")
-
 // CheckResult is the outcome of one ProviderCheck.
 type CheckResult uint8
 
