@@ -64,7 +64,7 @@ func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 		_, err = checkTokenSyntax(raw)
 	}
 	if errors.Is(err, ErrNoToken) && err != ErrCrossOrigin && p.sessions != nil {
-		raw, v.Cookies, err = p.sessions.token(r)
+		raw, v.Cookies, err = p.sessions.Token(r)
 		v.Session = err == nil
 		if err == nil {
 			pr = probe{}
@@ -83,7 +83,7 @@ func (p *Plugin) identify(r *http.Request, v *Verdict) (*Identity, error) {
 		// A session whose token no longer verifies (the provider's keys
 		// changed past it): over, sign in again.
 		p.cfg.Logger.Info("idp: session ended: its access token no longer verifies", "reason", Reason(err))
-		v.Cookies = p.sessions.clearCookies(r)
+		v.Cookies = p.sessions.ClearCookies(r)
 		return nil, ErrNoToken
 	}
 	return id, err

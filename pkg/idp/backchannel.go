@@ -104,43 +104,9 @@ func checkLogoutToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error
 // endSessions ends the sessions a logout token names and reports how many
 // it ended (the cookie store records the logout instead: -1).
 func (a *authRoutes) endSessions(ctx context.Context, lt *logoutToken) (int, error) {
-	m := a.p.sessions
-	now := a.cfg.Now()
-	if m.backend == nil {
-		until := now.Add(m.cfg.MaxAge).Unix()
-		if lt.jti != "" && !a.used.use("logout:"+lt.jti, now.Add(maxLogoutTokenAge*2), now) {
-			return 0, nil // replayed: already done
-		}
-		if lt.sid != "" {
-			m.revoked.revokeSID(lt.sid, until)
-		} else {
-			m.revoked.revokeSub(lt.sub, now.Unix(), until)
-		}
-		return -1, nil
-	}
-	if lt.jti != "" {
-		first, err := m.backend.SetNX(ctx, usedLogoutKey(lt.jti), []byte("1"), maxLogoutTokenAge*2)
-		if err != nil {
-			return 0, err
-		}
-		if !first {
-			return 0, nil
-		}
-	}
-	index := sessionBySID(lt.sid)
-	if lt.sid == "" {
-		index = sessionBySub(lt.sub)
-	}
-	ids, err := m.backend.SetMembers(ctx, index)
-	if err != nil {
-		return 0, err
-	}
-	keys := make([]string, 0, len(ids)+1)
-	for _, id := range ids {
-		keys = append(keys, sessionKey(id))
-	}
-	if err := m.backend.Delete(ctx, append(keys, index)...); err != nil {
-		return 0, err
-	}
-	return len(ids), nil
+	keep := maxLogoutTokenAge * 2
+	return a.p.sessions.EndProviderSessions(ctx, lt.sid, lt.sub, lt.jti, keep, func(jti string) bool {
+		now := a.cfg.Now()
+		return a.used.use("logout:"+jti, now.Add(keep), now)
+	})
 }

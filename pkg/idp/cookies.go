@@ -34,8 +34,8 @@ func (p *Plugin) Cookies() CookieSet {
 		s.AuthPrefix = p.cfg.AuthPrefix
 	}
 	if p.sessions != nil {
-		s.Names = append(s.Names, p.sessions.cookieNames()...)
-		s.Session = p.sessions.cookieNames()
+		s.Names = append(s.Names, p.sessions.CookieNames()...)
+		s.Session = p.sessions.CookieNames()
 	}
 	return s
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -13,7 +15,7 @@ import (
 // (ErrForbidden) and "technical failure" (ErrUnavailable).
 var (
 	// ErrNoToken: the request carries no access token.
-	ErrNoToken = errors.New("idp: no access token")
+	ErrNoToken = idperr.ErrNoToken
 	// ErrCrossOrigin: a browser's cross-origin request with an unsafe
 	// method carried the token cookie (TokenLocationCookie), which is not
 	// a credential there (see TokenFromRequest). It wraps ErrNoToken.
@@ -36,14 +38,14 @@ var (
 	ErrForbidden = errors.New("idp: insufficient permissions")
 	// ErrUnavailable: the provider's keys are not available yet, so no
 	// token can be verified; retry later.
-	ErrUnavailable = errors.New("idp: keys not available")
+	ErrUnavailable = idperr.ErrUnavailable
 	// ErrSessionStoreUnavailable: the session store (Config.Session's
 	// Backend, e.g. Redis) failed or did not answer, so browser sessions
 	// cannot be read, started or ended there; bearer tokens are not
 	// affected. It wraps ErrUnavailable (a 503 with Retry-After) and is
 	// answered "the session store is unavailable", never as the
 	// provider's keys.
-	ErrSessionStoreUnavailable = fmt.Errorf("%w: the session store is unavailable", ErrUnavailable)
+	ErrSessionStoreUnavailable = idperr.ErrSessionStoreUnavailable
 	// ErrConfig: New was given an invalid Config.
 	ErrConfig = errors.New("idp: invalid config")
 	// ErrClaimType is the error of TokenPayload.ClaimValues for a claim that
@@ -58,6 +60,9 @@ var (
 	// credentials (a wrong or missing client secret, an unknown or disabled
 	// client), or does not let it use the flow the /auth routes need.
 	ErrClientRejected = errors.New("idp: the identity provider refused the client")
+	// ErrSessionNotFound is returned by SessionBackend.Get for an absent
+	// key.
+	ErrSessionNotFound = session.ErrNotFound
 	// ErrInsecureTransport: ForwardToken refused to send a bearer token over
 	// plain http to a host that is not loopback.
 	ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over plain http")

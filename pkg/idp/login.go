@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/seal"
 	"net/http"
 	"net/url"
 	"strings"
@@ -72,7 +73,7 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 		ReturnTo: returnTo,
 		Exp:      exp.Unix(),
 	}
-	sealed, err := a.seal.seal(LoginStateCookie, st, exp)
+	sealed, err := a.seal.Seal(LoginStateCookie, st, exp)
 	if err != nil {
 		a.cfg.Logger.Error("idp: login: sealing the state failed", "error", err)
 		writeProblem(w, http.StatusInternalServerError, "internal error")
@@ -96,8 +97,8 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	now := a.cfg.Now()
 	var st loginState
-	switch err := a.seal.open(LoginStateCookie, cs[0].Value, now, &st); {
-	case errors.Is(err, errSealedExpired):
+	switch err := a.seal.Open(LoginStateCookie, cs[0].Value, now, &st); {
+	case errors.Is(err, seal.ErrExpired):
 		writeProblem(w, http.StatusBadRequest, "the login has expired; start again")
 		return
 	case err != nil:
@@ -116,10 +117,10 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	first := a.used.use(st.State, time.Unix(st.Exp, 0), now)
-	if first && a.p.sessions != nil && a.p.sessions.backend != nil {
+	if first && a.p.sessions != nil && a.p.sessions.HasBackend() {
 		// Once across replicas, not only on this one.
 		var err error
-		if first, err = a.p.sessions.useLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
+		if first, err = a.p.sessions.UseLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
 			a.cfg.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
 			writeUnavailable(w, err)
 			return

@@ -68,11 +68,11 @@ func (p *Plugin) centralLoginURL(target string) string {
 // callback host (under it as well, New checks) reads a state set on an
 // app's host; "" (a host-only cookie) otherwise.
 func (p *Plugin) stateDomain(r *http.Request) string {
-	if p.sessions == nil || p.sessions.domain == "" {
+	if p.sessions == nil || p.sessions.Domain() == "" {
 		return ""
 	}
-	if hostUnder(r.Host, p.sessions.domain) {
-		return p.sessions.domain
+	if hostUnder(r.Host, p.sessions.Domain()) {
+		return p.sessions.Domain()
 	}
 	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -27,8 +28,8 @@ type Plugin struct {
 	byURL       map[string]*issuer // issuers by URL; nil with the primary alone
 	keys        *keySet            // the primary's
 	cache       *tokenCache
-	sessions    *sessionManager // nil without Config.Session
-	intern      *token.Interner // claim strings shared between tokens (see token.DecodeClaims)
+	sessions    *session.Manager // nil without Config.Session
+	intern      *token.Interner  // claim strings shared between tokens (see token.DecodeClaims)
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
@@ -98,7 +99,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	if cfg.Session != nil {
 		u, _ := url.Parse(cfg.RedirectURI) // validated
-		sm, err := newSessionManager(p, *cfg.Session, u.Scheme == "https")
+		sm, err := newSessions(p, *cfg.Session, u.Scheme == "https")
 		if err != nil {
 			return nil, err
 		}
@@ -277,7 +278,7 @@ func (p *Plugin) Close() error {
 		<-p.stopped
 		if p.sessions != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			p.sessions.closePending(ctx)
+			p.sessions.ClosePending(ctx)
 			cancel()
 		}
 	})

@@ -3,6 +3,7 @@ package idp
 import (
 	"context"
 	"errors"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/seal"
 	"net/http"
 	"net/url"
 	"path"
@@ -53,7 +54,7 @@ func (p *Plugin) newRoutes() http.Handler {
 			writeProblem(w, http.StatusNotFound, "the authentication routes are not enabled")
 		})
 	}
-	seal, err := newSealer(p.cfg.SessionSecret, "login-state", sealScope(p.cfg, p.issuer))
+	sealer, err := seal.New(p.cfg.SessionSecret, "login-state", sealScope(p.cfg, p.issuer))
 	if err != nil { // cannot happen with a validated config
 		p.cfg.Logger.Error("idp: auth routes disabled", "error", err)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -79,7 +80,7 @@ func (p *Plugin) newRoutes() http.Handler {
 	a := &authRoutes{
 		p:             p,
 		cfg:           p.cfg,
-		seal:          seal,
+		seal:          sealer,
 		used:          newUsedSet(maxUsedStates),
 		scopes:        scopes,
 		httpsRedirect: redirect.Scheme == "https",
@@ -93,7 +94,7 @@ func (p *Plugin) newRoutes() http.Handler {
 	if p.sessions != nil {
 		logout = route{"GET, POST", (*authRoutes).sessionLogout}
 		a.handle(prefix+"/backchannel-logout", route{http.MethodPost, (*authRoutes).backchannelLogout})
-		p.sessions.setLateLogout(a.providerLogout)
+		p.sessions.SetLateLogout(a.providerLogout)
 	}
 	a.handle(prefix+"/login", route{http.MethodGet, (*authRoutes).login})
 	a.handle(prefix+"/callback", route{http.MethodGet, (*authRoutes).callback})
@@ -134,7 +135,7 @@ func (a *authRoutes) handle(path string, rt route) {
 type authRoutes struct {
 	p             *Plugin
 	cfg           Config
-	seal          *sealer
+	seal          *seal.Sealer
 	used          *usedSet
 	scopes        []string
 	httpsRedirect bool

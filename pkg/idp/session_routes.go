@@ -19,7 +19,7 @@ import (
 // cookie, and a redirect to where the login began.
 // sid is the ID token's (verifyIDToken decoded it).
 func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID, sid string, id *Identity, returnTo string) {
-	cookies, err := a.p.sessions.create(r.Context(), r, tok, rawID, id, sid)
+	cookies, err := a.p.sessions.Create(r.Context(), r, tok, rawID, id.Payload.Subject, sid, accessTimes(id))
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) {
 			a.cfg.Logger.Warn("idp: callback: the session could not be stored", "error", err)
@@ -70,7 +70,7 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s, clear, err := a.p.sessions.end(r.Context(), r)
+	s, clear, err := a.p.sessions.End(r.Context(), r)
 	storeDown := err != nil
 	if storeDown {
 		// The sign-out holds in this browser (its cookie is cleared); the

@@ -2,6 +2,7 @@ package idp
 
 import (
 	"errors"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -119,7 +120,7 @@ func (v Verdict) Detail() string {
 		if errors.Is(v.Err, ErrSessionStoreUnavailable) {
 			return detailSessionStoreUnavailable
 		}
-		if errors.Is(v.Err, errRefreshUnavailable) {
+		if errors.Is(v.Err, session.ErrRefreshUnavailable) {
 			return "the identity provider did not refresh the session's expired access token; retry shortly"
 		}
 		if errors.Is(v.Err, errKeyWait) {

@@ -1,4 +1,4 @@
-package idp
+package session
 
 import (
 	"hash/maphash"
@@ -21,7 +21,7 @@ type openedCache struct {
 }
 
 type openedEntry struct {
-	s       *session
+	s       *Session
 	replace string // the cookie value that supersedes the presented one, if any
 }
 
@@ -133,7 +133,7 @@ func (rv *revocations) revokeSub(sub string, at, until int64) {
 
 // revoked reports whether s was ended by a back-channel logout; expired
 // records are forgotten on the way.
-func (rv *revocations) revoked(s *session, now int64) bool {
+func (rv *revocations) revoked(s *Session, now int64) bool {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	if len(rv.ids) == 0 && len(rv.sids) == 0 && len(rv.subs) == 0 {

@@ -1,4 +1,4 @@
-package idp
+package session
 
 import (
 	"context"
@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/oauth2"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
 )
 
 // flightKey names a refresh: the session and the refresh token it
@@ -25,7 +24,7 @@ const refreshedGrace = 30 * time.Second
 type refreshFlight struct {
 	done  chan struct{}
 	start time.Time // when the flight began (monotonic)
-	s     *session
+	s     *Session
 	err   error
 }
 
@@ -34,16 +33,16 @@ type refreshFlight struct {
 // the others wait for its result. value is the presented cookie value.
 //
 // Only the request that starts the flight waits for it as long as its
-// token needs (see SessionConfig.RefreshWait); the others wait at most
+// token needs (see Options.RefreshWait); the others wait at most
 // until the flight is RefreshWait old, then fail with errRefreshPending
 // at once, so that a provider that hangs holds one request, not all of
 // them.
-func (m *sessionManager) refresh(ctx context.Context, s *session, value string) (*session, error) {
+func (m *Manager) refresh(ctx context.Context, s *Session, value string) (*Session, error) {
 	if s.Refresh == "" {
-		if m.p.cfg.Now().Unix() < s.AccessExp {
+		if m.d.Now().Unix() < s.AccessExp {
 			return s, nil
 		}
-		return nil, errSessionEnded
+		return nil, ErrEnded
 	}
 	key := flightKey{s.ID, s.Refresh}
 	m.mu.Lock()
@@ -68,7 +67,7 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 		if w -= time.Since(f.start); w <= 0 {
 			return nil, errRefreshPending
 		}
-	case time.Unix(s.AccessExp, 0).Sub(m.p.cfg.Now()) <= 2*w:
+	case time.Unix(s.AccessExp, 0).Sub(m.d.Now()) <= 2*w:
 		// Only a token that stays valid well past the wait is worth going
 		// on with; one about to expire waits for its successor.
 		w = -1
@@ -79,8 +78,8 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 		defer t.Stop()
 		waited = t.C
 	}
-	if m.onRefreshWait != nil {
-		m.onRefreshWait()
+	if m.OnRefreshWait != nil {
+		m.OnRefreshWait()
 	}
 	select {
 	case <-f.done:
@@ -93,18 +92,18 @@ func (m *sessionManager) refresh(ctx context.Context, s *session, value string) 
 }
 
 // errRefreshPending: the session's refresh has not finished within
-// SessionConfig.RefreshWait; the request goes on with its current token
+// Options.RefreshWait; the request goes on with its current token
 // while that is valid, else it is refused (503) at once.
 var errRefreshPending = errors.New("idp: the session refresh is still under way")
 
-// errRefreshUnavailable: the provider has not refreshed a session whose
+// ErrRefreshUnavailable: the provider has not refreshed a session whose
 // access token has expired (it hangs or is unreachable), so the request
 // cannot go on; answered 503 naming the provider, never its keys.
-var errRefreshUnavailable = errors.New("idp: the identity provider has not refreshed the session's expired access token")
+var ErrRefreshUnavailable = errors.New("idp: the identity provider has not refreshed the session's expired access token")
 
 // runRefresh is the flight f: it refreshes s (value is the presented
 // cookie value), then releases the waiters.
-func (m *sessionManager) runRefresh(ctx context.Context, f *refreshFlight, key flightKey, s *session, value string) {
+func (m *Manager) runRefresh(ctx context.Context, f *refreshFlight, key flightKey, s *Session, value string) {
 	forget := func() {
 		m.mu.Lock()
 		delete(m.flights, key)
@@ -125,7 +124,7 @@ func (m *sessionManager) runRefresh(ctx context.Context, f *refreshFlight, key f
 	f.s, f.err = m.refreshTokens(ctx, s)
 	if f.err == nil {
 		if sealed, err := m.sealSession(f.s); err == nil {
-			now := m.p.cfg.Now()
+			now := m.d.Now()
 			m.cache.put(value, openedEntry{s: f.s, replace: sealed}, now)
 			m.cache.put(sealed, openedEntry{s: f.s}, now)
 		}
@@ -134,22 +133,22 @@ func (m *sessionManager) runRefresh(ctx context.Context, f *refreshFlight, key f
 
 // refreshShared refreshes a backend session under a lock shared by the
 // replicas; a replica that finds the lock taken waits for the new tokens.
-func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*session, error) {
-	wait := m.p.cfg.HTTPTimeout + 2*time.Second
+func (m *Manager) refreshShared(ctx context.Context, s *Session) (*Session, error) {
+	wait := m.d.HTTPTimeout + 2*time.Second
 	got, err := m.backend.SetNX(ctx, sessionLockKey(s.ID), []byte("1"), wait)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 	}
 	if !got {
 		deadline := time.Now().Add(wait)
 		for time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 			b, err := m.backend.Get(ctx, sessionKey(s.ID))
-			if errors.Is(err, ErrSessionNotFound) {
-				return nil, errSessionEnded
+			if errors.Is(err, ErrNotFound) {
+				return nil, ErrEnded
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+				return nil, fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 			}
 			if ns, err := unmarshalSession(b); err == nil && ns.Access != s.Access {
 				return ns, nil
@@ -162,17 +161,17 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 	// was read: its refresh token is then redeemed, the stored session is
 	// the current one.
 	b, err := m.backend.Get(ctx, sessionKey(s.ID))
-	if errors.Is(err, ErrSessionNotFound) {
-		return nil, errSessionEnded
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrEnded
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 	}
 	if cur, err := unmarshalSession(b); err == nil && cur.Refresh != s.Refresh {
 		return cur, nil
 	}
 	ns, err := m.refreshTokens(ctx, s)
-	if errors.Is(err, errSessionEnded) {
+	if errors.Is(err, ErrEnded) {
 		_ = m.backend.Delete(ctx, sessionKey(s.ID))
 	}
 	if err != nil {
@@ -185,46 +184,30 @@ func (m *sessionManager) refreshShared(ctx context.Context, s *session) (*sessio
 }
 
 // refreshTokens asks the provider for new tokens and verifies the new
-// access token. A refusal (an OAuth error with a 4xx status) ends the
-// session; other failures are errors.
-func (m *sessionManager) refreshTokens(ctx context.Context, s *session) (*session, error) {
-	conf, err := m.p.oauthConfig(nil)
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, m.p.cfg.HTTPTimeout)
+// access token. A refusal (Deps.Refresh's ErrEnded) ends the session;
+// other failures are errors.
+func (m *Manager) refreshTokens(ctx context.Context, s *Session) (*Session, error) {
+	cctx, cancel := context.WithTimeout(ctx, m.d.HTTPTimeout)
 	defer cancel()
-	cctx = context.WithValue(cctx, oauth2.HTTPClient, m.p.cfg.HTTPClient)
-	rctx, span := m.p.startSpan(cctx, "idp.token.refresh", trace.SpanKindClient)
-	span.SetAttributes(AttrSession.Bool(true))
-	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: s.Refresh}).Token()
-	endSpan(span, err, "the provider refused the refresh token or could not be reached")
+	tok, err := m.d.Refresh(cctx, s.Refresh)
 	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode/100 == 4 {
-			if code := sanitizeErrorCode(re.ErrorCode); clientRefused(re.Response.StatusCode, code) {
-				m.p.cfg.Logger.Error("idp: session refresh: the identity provider refused this client's credentials; check client_id and client_secret",
-					"status", re.Response.StatusCode, "error", code, "client_id", m.p.cfg.ClientID)
-			}
-			return nil, errSessionEnded
-		}
 		return nil, err
 	}
-	id, err := m.p.verify(cctx, tok.AccessToken)
+	at, err := m.d.Verify(cctx, tok.AccessToken)
 	if err != nil {
-		m.p.cfg.Logger.Warn("idp: session refresh: the provider issued an access token this service refuses", "error", err)
-		return nil, errSessionEnded
+		m.d.Logger.Warn("idp: session refresh: the provider issued an access token this service refuses", "error", err)
+		return nil, ErrEnded
 	}
 	ns := *s
 	ns.Access = tok.AccessToken
-	ns.AccessExp = id.Payload.ExpiresAt.Unix()
-	ns.AccessIat = issuedAt(id)
+	ns.AccessExp = at.Exp
+	ns.AccessIat = at.issuedAt()
 	if tok.RefreshToken != "" {
 		ns.Refresh = tok.RefreshToken
 	}
 	if raw, _ := tok.Extra("id_token").(string); raw != "" {
 		// Kept for the logout's id_token_hint, once its signature checks.
-		if m.p.idTokenSigned(cctx, raw) {
+		if m.d.IDTokenSigned(cctx, raw) {
 			ns.IDToken = raw
 		}
 	}

@@ -1,4 +1,4 @@
-package idp
+package seal
 
 import (
 	"bytes"
@@ -11,16 +11,26 @@ import (
 	"unicode/utf8"
 )
 
-func testSealer(t testing.TB, secret string) *sealer {
+func testSealer(t testing.TB, secret string) *Sealer {
 	t.Helper()
-	s, err := newSealer([]byte(secret), "login-state", testScope)
+	s, err := New([]byte(secret), "login-state", testScope)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
+// loginState is the shape of the /auth routes' login state.
+type loginState struct {
+	State    string `json:"s"`
+	Nonce    string `json:"n"`
+	Verifier string `json:"v"`
+	ReturnTo string `json:"r,omitempty"`
+	Exp      int64  `json:"e"`
+}
+
 const (
+	testCookie = "idp_login_state"
 	testSecret = "0123456789abcdef0123456789abcdef"
 	testScope  = `["domain=example.com","https://sso.example.com/realms/demo","apps"]`
 )
@@ -29,12 +39,12 @@ func TestSealRoundTrip(t *testing.T) {
 	s := testSealer(t, testSecret)
 	now := time.Unix(1_800_000_000, 0)
 	in := loginState{State: "st", Nonce: "no", Verifier: "ve", ReturnTo: "/r", Exp: now.Add(time.Minute).Unix()}
-	v, err := s.seal("c", in, now.Add(time.Minute))
+	v, err := s.Seal("c", in, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out loginState
-	if err := s.open("c", v, now, &out); err != nil {
+	if err := s.Open("c", v, now, &out); err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	if out != in {
@@ -46,7 +56,7 @@ func TestSealRoundTrip(t *testing.T) {
 			t.Fatal("sealed value holds the plain text")
 		}
 	}
-	v2, _ := s.seal("c", in, now.Add(time.Minute))
+	v2, _ := s.Seal("c", in, now.Add(time.Minute))
 	if v == v2 {
 		t.Fatal("two seals of the same value are equal: nonce reused")
 	}
@@ -55,7 +65,7 @@ func TestSealRoundTrip(t *testing.T) {
 func TestOpenRejects(t *testing.T) {
 	s := testSealer(t, testSecret)
 	now := time.Unix(1_800_000_000, 0)
-	good, err := s.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	good, err := s.Seal("c", loginState{State: "x"}, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +76,11 @@ func TestOpenRejects(t *testing.T) {
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
 	other := testSealer(t, "another secret of at least 32 bytes!!")
-	otherVal, _ := other.seal("c", loginState{State: "x"}, now.Add(time.Minute))
-	otherPurpose, _ := newSealer([]byte(testSecret), "session", testScope)
-	purposeVal, _ := otherPurpose.seal("c", loginState{State: "x"}, now.Add(time.Minute))
-	otherScope, _ := newSealer([]byte(testSecret), "login-state", `["domain=other.test","https://sso.example.com/realms/demo","apps"]`)
-	scopeVal, _ := otherScope.seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	otherVal, _ := other.Seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	otherPurpose, _ := New([]byte(testSecret), "session", testScope)
+	purposeVal, _ := otherPurpose.Seal("c", loginState{State: "x"}, now.Add(time.Minute))
+	otherScope, _ := New([]byte(testSecret), "login-state", `["domain=other.test","https://sso.example.com/realms/demo","apps"]`)
+	scopeVal, _ := otherScope.Seal("c", loginState{State: "x"}, now.Add(time.Minute))
 	// A value of version 1, sealed before values were bound to a scope:
 	// the same key and payload, its version and name as the only AAD.
 	plain := []byte(`{"exp":` + strconv.FormatInt(now.Add(time.Minute).Unix(), 10) + `,"d":{"s":"x","n":"","v":"","e":0}}`)
@@ -82,27 +92,27 @@ func TestOpenRejects(t *testing.T) {
 		at                  time.Time
 		want                error
 	}{
-		{"empty", "", "c", now, errSealed},
-		{"not base64", "!!!", "c", now, errSealed},
-		{"too short", base64.RawURLEncoding.EncodeToString(raw[:10]), "c", now, errSealed},
-		{"version byte", flip(0), "c", now, errSealed},
-		{"nonce bit", flip(3), "c", now, errSealed},
-		{"ciphertext bit", flip(len(raw) / 2), "c", now, errSealed},
-		{"tag bit", flip(len(raw) - 1), "c", now, errSealed},
-		{"truncated", good[:len(good)-4], "c", now, errSealed},
-		{"other cookie name", good, "d", now, errSealed},
-		{"other secret", otherVal, "c", now, errSealed},
-		{"other purpose", purposeVal, "c", now, errSealed},
-		{"other scope", scopeVal, "c", now, errSealed},
-		{"sealed before scopes", unbound, "c", now, errSealed},
-		{"oversized", strings.Repeat("A", 9000), "c", now, errSealed},
-		{"expired", good, "c", now.Add(time.Minute), errSealedExpired},
+		{"empty", "", "c", now, ErrInvalid},
+		{"not base64", "!!!", "c", now, ErrInvalid},
+		{"too short", base64.RawURLEncoding.EncodeToString(raw[:10]), "c", now, ErrInvalid},
+		{"version byte", flip(0), "c", now, ErrInvalid},
+		{"nonce bit", flip(3), "c", now, ErrInvalid},
+		{"ciphertext bit", flip(len(raw) / 2), "c", now, ErrInvalid},
+		{"tag bit", flip(len(raw) - 1), "c", now, ErrInvalid},
+		{"truncated", good[:len(good)-4], "c", now, ErrInvalid},
+		{"other cookie name", good, "d", now, ErrInvalid},
+		{"other secret", otherVal, "c", now, ErrInvalid},
+		{"other purpose", purposeVal, "c", now, ErrInvalid},
+		{"other scope", scopeVal, "c", now, ErrInvalid},
+		{"sealed before scopes", unbound, "c", now, ErrInvalid},
+		{"oversized", strings.Repeat("A", 9000), "c", now, ErrInvalid},
+		{"expired", good, "c", now.Add(time.Minute), ErrExpired},
 		{"good", good, "c", now, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var st loginState
-			err := s.open(tc.cookie, tc.value, tc.at, &st)
+			err := s.Open(tc.cookie, tc.value, tc.at, &st)
 			if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 				t.Fatalf("open = %v, want %v", err, tc.want)
 			}
@@ -115,7 +125,7 @@ func TestOpenRejects(t *testing.T) {
 func FuzzOpenSealed(f *testing.F) {
 	s := testSealer(f, testSecret)
 	now := time.Unix(1_800_000_000, 0)
-	good, _ := s.seal(LoginStateCookie, loginState{State: "s"}, now.Add(time.Minute))
+	good, _ := s.Seal(testCookie, loginState{State: "s"}, now.Add(time.Minute))
 	for _, v := range []string{good, "", "AQ", "AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", good[:20], good + "A"} {
 		f.Add(v, "s")
 	}
@@ -124,16 +134,16 @@ func FuzzOpenSealed(f *testing.F) {
 		// The only value sealed with this key outside this function is the
 		// seed (the fuzzing engine may run in another process, with
 		// another nonce): anything else that opens is a forgery.
-		if err := s.open(LoginStateCookie, value, now, &st); err == nil && st != (loginState{State: "s"}) {
+		if err := s.Open(testCookie, value, now, &st); err == nil && st != (loginState{State: "s"}) {
 			t.Fatalf("forged value %q opened to %+v", value, st)
 		}
 		in := loginState{State: state, Nonce: value, Exp: 1}
-		v, err := s.seal(LoginStateCookie, in, now.Add(time.Minute))
+		v, err := s.Seal(testCookie, in, now.Add(time.Minute))
 		if err != nil {
 			t.Fatalf("seal: %v", err)
 		}
 		var out loginState
-		if err := s.open(LoginStateCookie, v, now, &out); err != nil {
+		if err := s.Open(testCookie, v, now, &out); err != nil {
 			t.Fatalf("round trip failed: %v", err)
 		}
 		// JSON replaces invalid UTF-8; valid strings come back unchanged.
@@ -149,12 +159,12 @@ func BenchmarkSealOpen(b *testing.B) {
 	st := loginState{State: strings.Repeat("s", 52), Nonce: strings.Repeat("n", 52), Verifier: strings.Repeat("v", 43), ReturnTo: "/reports", Exp: now.Add(time.Minute).Unix()}
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := s.seal(LoginStateCookie, st, now.Add(time.Minute))
+		v, err := s.Seal(testCookie, st, now.Add(time.Minute))
 		if err != nil {
 			b.Fatal(err)
 		}
 		var out loginState
-		if err := s.open(LoginStateCookie, v, now, &out); err != nil {
+		if err := s.Open(testCookie, v, now, &out); err != nil {
 			b.Fatal(err)
 		}
 	}

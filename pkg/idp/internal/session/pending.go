@@ -1,4 +1,4 @@
-package idp
+package session
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const maxPendingDeletions = 10_000
 // other replicas accept the signed-out sessions once the store is back.
 const pendingRetryInterval = 200 * time.Millisecond
 
-// pendingDeletions is guarded by sessionManager.mu, but for n and kick.
+// pendingDeletions is guarded by Manager.mu, but for n and kick.
 type pendingDeletions struct {
 	ids      map[string]bool // session id → ended at the provider already
 	n        atomic.Int32    // len(ids), read on every session read
@@ -39,9 +39,9 @@ type pendingDeletions struct {
 	lateLogout func(ctx context.Context, refreshToken string) string
 }
 
-// setLateLogout sets the provider logout run for sessions whose deletion
+// SetLateLogout sets the provider logout run for sessions whose deletion
 // had to wait for the store.
-func (m *sessionManager) setLateLogout(f func(ctx context.Context, refreshToken string) string) {
+func (m *Manager) SetLateLogout(f func(ctx context.Context, refreshToken string) string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pending.lateLogout = f
@@ -49,7 +49,7 @@ func (m *sessionManager) setLateLogout(f func(ctx context.Context, refreshToken 
 
 // signedOut reports whether session id was signed out while the store
 // was unavailable and is not yet deleted there.
-func (m *sessionManager) signedOut(id string) bool {
+func (m *Manager) signedOut(id string) bool {
 	if m.pending.n.Load() == 0 {
 		return false
 	}
@@ -61,7 +61,7 @@ func (m *sessionManager) signedOut(id string) bool {
 
 // storeAnswered wakes the pending deletions, if any, after a successful
 // call to the store.
-func (m *sessionManager) storeAnswered() {
+func (m *Manager) storeAnswered() {
 	if m.pending.n.Load() == 0 {
 		return
 	}
@@ -74,7 +74,7 @@ func (m *sessionManager) storeAnswered() {
 // deleteLater records the session id for deletion once the store answers;
 // providerDone says that the sign-out already ended it at the provider
 // (the session could be read before the store failed).
-func (m *sessionManager) deleteLater(id string, providerDone bool) {
+func (m *Manager) deleteLater(id string, providerDone bool) {
 	if m.backend == nil || !validSessionID(id) {
 		return
 	}
@@ -85,7 +85,7 @@ func (m *sessionManager) deleteLater(id string, providerDone bool) {
 	}
 	if len(m.pending.ids) >= maxPendingDeletions {
 		m.mu.Unlock()
-		m.p.cfg.Logger.Error("idp: too many sign-outs wait for the session store; this one clears the cookie only")
+		m.d.Logger.Error("idp: too many sign-outs wait for the session store; this one clears the cookie only")
 		return
 	}
 	m.pending.ids[id] = m.pending.ids[id] || providerDone
@@ -101,12 +101,12 @@ func (m *sessionManager) deleteLater(id string, providerDone bool) {
 // retryDeletions deletes the pending sessions every pendingRetryInterval,
 // or as soon as the store answers a call, until none is left or the
 // plugin is closed.
-func (m *sessionManager) retryDeletions() {
+func (m *Manager) retryDeletions() {
 	t := time.NewTicker(pendingRetryInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-m.p.stopped:
+		case <-m.d.Stopped:
 			m.mu.Lock()
 			m.pending.retrying = false
 			m.mu.Unlock()
@@ -123,7 +123,7 @@ func (m *sessionManager) retryDeletions() {
 // deletePendingOnce tries to delete every pending session, stopping at
 // the first failure of the store; it reports whether none is left (the
 // retries then end).
-func (m *sessionManager) deletePendingOnce(ctx context.Context) bool {
+func (m *Manager) deletePendingOnce(ctx context.Context) bool {
 	m.mu.Lock()
 	ids := make(map[string]bool, len(m.pending.ids))
 	for id, done := range m.pending.ids {
@@ -137,7 +137,7 @@ func (m *sessionManager) deletePendingOnce(ctx context.Context) bool {
 			logout = nil
 		}
 		if err := m.deletePending(ctx, id, logout); err != nil {
-			m.p.cfg.Logger.Debug("idp: pending sign-outs still wait for the session store", "pending", len(ids), "error", err)
+			m.d.Logger.Debug("idp: pending sign-outs still wait for the session store", "pending", len(ids), "error", err)
 			break // the store is still down: try again later
 		}
 		m.mu.Lock()
@@ -154,28 +154,28 @@ func (m *sessionManager) deletePendingOnce(ctx context.Context) bool {
 	return false
 }
 
-// closePending runs when the plugin closes: one last try at the pending
+// ClosePending runs when the plugin closes: one last try at the pending
 // deletions within ctx, then an error log of the sign-outs lost with this
 // process (their sessions stay valid in the store until they expire).
-func (m *sessionManager) closePending(ctx context.Context) {
+func (m *Manager) ClosePending(ctx context.Context) {
 	if m.pending.n.Load() == 0 {
 		return
 	}
 	if m.deletePendingOnce(ctx) {
 		return
 	}
-	m.p.cfg.Logger.Error("idp: sign-outs made while the session store was unavailable are lost with this process: "+
+	m.d.Logger.Error("idp: sign-outs made while the session store was unavailable are lost with this process: "+
 		"their sessions stay valid in the store, for a copy of the cookie, until they expire (session max age)",
 		"lost", m.pending.n.Load())
 }
 
 // deletePending ends one session whose sign-out the store missed: read it
 // (for the provider logout), delete it, then end it at the provider.
-func (m *sessionManager) deletePending(ctx context.Context, id string, lateLogout func(context.Context, string) string) error {
-	ctx, cancel := context.WithTimeout(ctx, m.p.cfg.HTTPTimeout)
+func (m *Manager) deletePending(ctx context.Context, id string, lateLogout func(context.Context, string) string) error {
+	ctx, cancel := context.WithTimeout(ctx, m.d.HTTPTimeout)
 	defer cancel()
 	b, err := m.backend.Get(ctx, sessionKey(id))
-	if errors.Is(err, ErrSessionNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return nil // expired or ended meanwhile
 	}
 	if err != nil {
@@ -193,6 +193,6 @@ func (m *sessionManager) deletePending(ctx context.Context, id string, lateLogou
 	if s != nil {
 		sub = s.Sub
 	}
-	m.p.cfg.Logger.Info("idp: session ended by a sign-out made while the session store was unavailable", "sub", sub, "provider_logout", outcome)
+	m.d.Logger.Info("idp: session ended by a sign-out made while the session store was unavailable", "sub", sub, "provider_logout", outcome)
 	return nil
 }

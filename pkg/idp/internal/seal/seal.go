@@ -1,4 +1,7 @@
-package idp
+// Package seal seals small values into cookies (AES-256-GCM, bound to the
+// cookie's name and a scope) for the /auth routes' login state and the
+// browser sessions of package idp.
+package seal
 
 import (
 	"crypto/aes"
@@ -22,7 +25,7 @@ import (
 // data, so a value sealed for one cookie cannot be replayed as another, nor
 // a value sealed by one deployment opened by another that shares its
 // secret (a copied example, a shared vault entry): the scope names what
-// the cookie belongs to (sealScope). The AES key is derived from
+// the cookie belongs to (Scope). The AES key is derived from
 // Config.SessionSecret with HKDF-SHA-256 and a purpose label, so the same
 // secret can key other uses without key reuse. The payload is JSON carrying
 // its own expiry, which is checked on opening: the browser's Max-Age is a
@@ -33,28 +36,28 @@ import (
 const sealVersion byte = 2
 
 var (
-	// errSealed: a sealed value is malformed, forged, tampered with or
+	// ErrInvalid: a sealed value is malformed, forged, tampered with or
 	// sealed with another secret. Deliberately without detail.
-	errSealed = errors.New("idp: sealed value invalid")
-	// errSealedExpired: a sealed value is authentic but past its expiry.
-	errSealedExpired = errors.New("idp: sealed value expired")
+	ErrInvalid = errors.New("idp: sealed value invalid")
+	// ErrExpired: a sealed value is authentic but past its expiry.
+	ErrExpired = errors.New("idp: sealed value expired")
 )
 
-// sealer seals and opens small values with AES-256-GCM. It seals with the
+// Sealer seals and opens small values with AES-256-GCM. It seals with the
 // key of the current secret and opens with it or with the key of a
 // previous secret (key rotation). It is safe for concurrent use.
-type sealer struct {
+type Sealer struct {
 	aead  cipher.AEAD   // the current key: seals and opens
 	old   []cipher.AEAD // previous keys: open only
-	max   int           // longest value open accepts
-	scope string        // bound into every value (sealScope)
+	Max   int           // longest value Open accepts (8 KiB unless set)
+	scope string        // bound into every value (Scope)
 }
 
-// newSealer derives the sealing key for purpose from secret, and the keys
+// New derives the sealing key for purpose from secret, and the keys
 // of the previous secrets that may still open values; every value it
 // seals is bound to scope and opens only with the same scope.
-func newSealer(secret []byte, purpose, scope string, previous ...[]byte) (*sealer, error) {
-	s := &sealer{max: 8 << 10, scope: scope}
+func New(secret []byte, purpose, scope string, previous ...[]byte) (*Sealer, error) {
+	s := &Sealer{Max: 8 << 10, scope: scope}
 	for i, sec := range append([][]byte{secret}, previous...) {
 		key, err := hkdf.Key(sha256.New, sec, nil, "idp-proxy/pkg/idp "+purpose, 32)
 		if err != nil {
@@ -82,8 +85,8 @@ type sealedPayload struct {
 	Data json.RawMessage `json:"d"`
 }
 
-// seal encrypts v (JSON-encoded) for the cookie name, valid until exp.
-func (s *sealer) seal(name string, v any, exp time.Time) (string, error) {
+// Seal encrypts v (JSON-encoded) for the cookie name, valid until exp.
+func (s *Sealer) Seal(name string, v any, exp time.Time) (string, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("idp: seal: %w", err)
@@ -104,38 +107,39 @@ func (s *sealer) seal(name string, v any, exp time.Time) (string, error) {
 
 // aad is the additional authenticated data of a value sealed for the
 // cookie name: the version, the name (a cookie token: no 0) and the scope.
-func (s *sealer) aad(name string) []byte {
+func (s *Sealer) aad(name string) []byte {
 	b := make([]byte, 0, 2+len(name)+len(s.scope))
 	b = append(append(append(b, sealVersion), name...), 0)
 	return append(b, s.scope...)
 }
 
-// sealScope is what a deployment's sealed cookies belong to: the session
-// cookie's domain, or else the callback host (where the host-only session
-// cookie is set, and the login state read), the issuer and the client.
-// Two deployments differ in one of them; replicas of one share all.
-func sealScope(cfg Config, issuer string) string {
+// Scope is what a deployment's sealed cookies belong to: the session
+// cookie's domain (cookieDomain, when set), or else the callback host
+// (redirectURI's, where the host-only session cookie is set, and the
+// login state read), the issuer and the client. Two deployments differ in
+// one of them; replicas of one share all.
+func Scope(redirectURI, cookieDomain, issuer, clientID string) string {
 	where := "host="
-	if u, err := url.Parse(cfg.RedirectURI); err == nil {
+	if u, err := url.Parse(redirectURI); err == nil {
 		where += strings.ToLower(u.Host)
 	}
-	if cfg.Session != nil && cfg.Session.CookieDomain != "" {
-		where = "domain=" + strings.ToLower(strings.TrimPrefix(cfg.Session.CookieDomain, "."))
+	if cookieDomain != "" {
+		where = "domain=" + strings.ToLower(strings.TrimPrefix(cookieDomain, "."))
 	}
-	b, _ := json.Marshal([3]string{where, issuer, cfg.ClientID}) // unambiguous whatever they hold
+	b, _ := json.Marshal([3]string{where, issuer, clientID}) // unambiguous whatever they hold
 	return string(b)
 }
 
-// open authenticates and decrypts value sealed for the cookie name and
-// decodes it into v. It fails with errSealed or errSealedExpired.
-func (s *sealer) open(name, value string, now time.Time, v any) error {
-	if len(value) > s.max {
-		return errSealed
+// Open authenticates and decrypts value sealed for the cookie name and
+// decodes it into v. It fails with ErrInvalid or ErrExpired.
+func (s *Sealer) Open(name, value string, now time.Time, v any) error {
+	if len(value) > s.Max {
+		return ErrInvalid
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(value)
 	ns := s.aead.NonceSize()
 	if err != nil || len(raw) < 1+ns+s.aead.Overhead() || raw[0] != sealVersion {
-		return errSealed
+		return ErrInvalid
 	}
 	aad := s.aad(name)
 	plain, err := s.aead.Open(nil, raw[1:1+ns], raw[1+ns:], aad)
@@ -146,17 +150,17 @@ func (s *sealer) open(name, value string, now time.Time, v any) error {
 		plain, err = old.Open(nil, raw[1:1+ns], raw[1+ns:], aad)
 	}
 	if err != nil {
-		return errSealed
+		return ErrInvalid
 	}
 	var p sealedPayload
 	if err := json.Unmarshal(plain, &p); err != nil {
-		return errSealed
+		return ErrInvalid
 	}
 	if !now.Before(time.Unix(p.Exp, 0)) {
-		return errSealedExpired
+		return ErrExpired
 	}
 	if err := json.Unmarshal(p.Data, v); err != nil {
-		return errSealed
+		return ErrInvalid
 	}
 	return nil
 }

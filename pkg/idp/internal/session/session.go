@@ -1,4 +1,9 @@
-package idp
+// Package session keeps the browser sessions of package idp's /auth
+// routes: it reads them from requests, refreshes their tokens before they
+// expire, writes their cookies, and ends them (logout, back-channel
+// logout, sign-outs during a store outage). It knows the plugin only
+// through Deps, the few things a session needs of it.
+package session
 
 import (
 	"crypto/rand"
@@ -7,20 +12,22 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/seal"
 )
 
 // Browser sessions.
 //
-// With Config.Session set, a browser that signs in through the /auth
+// With idp.Config.Session set, a browser that signs in through the /auth
 // routes gets a session: its tokens (access, refresh, ID) are kept sealed
-// in a cookie (the default, stateless store) or in a SessionBackend (the
-// cookie then holds a random session id), and a request that carries no
-// bearer token is judged with the session's access token, refreshed
-// before it expires. See SessionConfig.
+// in a cookie (the default, stateless store) or in a Backend (the cookie
+// then holds a random session id), and a request that carries no bearer
+// token is judged with the session's access token, refreshed before it
+// expires. See idp.SessionConfig.
 
-// session is what a session holds, sealed in the cookie or stored in the
+// Session is what a session holds, sealed in the cookie or stored in the
 // backend.
-type session struct {
+type Session struct {
 	ID        string `json:"i"` // random; the backend key, the refresh group
 	Access    string `json:"a"`
 	Refresh   string `json:"r,omitempty"`
@@ -31,7 +38,7 @@ type session struct {
 	Expires   int64  `json:"x"` // absolute end
 	AccessExp int64  `json:"e"`
 	AccessIat int64  `json:"n,omitempty"` // its lifetime bounds the refresh margin
-	Scope     string `json:"b,omitempty"` // backend only: the sealScope it belongs to
+	Scope     string `json:"b,omitempty"` // backend only: the seal.Scope it belongs to
 }
 
 func newSessionID() string { return rand.Text() + rand.Text() } // 2×128 bits
@@ -72,7 +79,7 @@ const (
 )
 
 // marshalSession and unmarshalSession are the backend's encoding.
-func marshalSession(s *session) ([]byte, error) {
+func marshalSession(s *Session) ([]byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("idp: session: %w", err)
@@ -80,19 +87,19 @@ func marshalSession(s *session) ([]byte, error) {
 	return b, nil
 }
 
-func unmarshalSession(b []byte) (*session, error) {
-	var s session
+func unmarshalSession(b []byte) (*Session, error) {
+	var s Session
 	if err := json.Unmarshal(b, &s); err != nil || s.Access == "" || s.ID == "" {
-		return nil, errSealed
+		return nil, seal.ErrInvalid
 	}
 	return &s, nil
 }
 
-// sessionCookieParts reads the chunks of the cookie named base (base,
+// cookieParts reads the chunks of the cookie named base (base,
 // base_1, ... in order) from r's Cookie headers in one pass, without
-// copying them: none when there is no such cookie, errSealed when a chunk
+// copying them: none when there is no such cookie, seal.ErrInvalid when a chunk
 // is named twice, a chunk is missing in the middle, or there are too many.
-func sessionCookieParts(r *http.Request, base string) ([]string, error) {
+func cookieParts(r *http.Request, base string) ([]string, error) {
 	var parts [maxCookieChunks]string
 	n := 0
 	for _, line := range r.Header["Cookie"] {
@@ -109,14 +116,14 @@ func sessionCookieParts(r *http.Request, base string) ([]string, error) {
 			if rest := name[len(base):]; rest != "" {
 				if len(rest) != 2 || rest[0] != '_' || rest[1] < '1' || rest[1] > '0'+maxCookieChunks-1 {
 					if len(rest) >= 2 && rest[0] == '_' && rest[1] >= '0' && rest[1] <= '9' {
-						return nil, errSealed // a chunk beyond the limit
+						return nil, seal.ErrInvalid // a chunk beyond the limit
 					}
 					continue // another cookie whose name starts alike
 				}
 				i = int(rest[1] - '0')
 			}
 			if parts[i] != "" || val == "" {
-				return nil, errSealed
+				return nil, seal.ErrInvalid
 			}
 			parts[i] = val
 			n = max(n, i+1)
@@ -124,7 +131,7 @@ func sessionCookieParts(r *http.Request, base string) ([]string, error) {
 	}
 	for i := range n {
 		if parts[i] == "" {
-			return nil, errSealed
+			return nil, seal.ErrInvalid
 		}
 	}
 	return parts[:n:n], nil

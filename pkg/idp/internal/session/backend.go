@@ -1,42 +1,30 @@
-package idp
+package session
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 )
 
-// SessionBackend stores sessions server-side. Keys and values are opaque
-// to it; values carry tokens, so a backend must not be shared with
-// untrusted parties. Implementations must be safe for concurrent use. See
-// pkg/idp/redisstore for Redis, NewMemoryBackend for one process.
-type SessionBackend interface {
-	// Get returns the value of key, or ErrSessionNotFound.
+// Backend is idp.SessionBackend (see there): sessions kept server-side.
+type Backend interface {
 	Get(ctx context.Context, key string) ([]byte, error)
-	// Set stores value under key for ttl.
 	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
-	// SetNX stores value under key for ttl only when key is absent, and
-	// reports whether it did (single-use values, locks).
 	SetNX(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error)
-	// Delete removes keys; absent keys are not an error.
 	Delete(ctx context.Context, keys ...string) error
-	// AddToSet adds member to the set key and keeps the set for at least
-	// ttl.
 	AddToSet(ctx context.Context, key, member string, ttl time.Duration) error
-	// SetMembers returns the members of the set key (none when absent).
 	SetMembers(ctx context.Context, key string) ([]string, error)
 }
 
-// ErrSessionNotFound is returned by SessionBackend.Get for an absent key.
-var ErrSessionNotFound = errors.New("idp: session not found")
+// ErrNotFound is idp.ErrSessionNotFound: Backend.Get of an absent key.
+var ErrNotFound = errors.New("idp: session not found")
 
-// NewMemoryBackend returns a SessionBackend that keeps everything in this
+// NewMemoryBackend returns a Backend that keeps everything in this
 // process's memory: for a single replica and for tests. Sessions do not
 // survive a restart; use a shared backend (pkg/idp/redisstore) for
 // several replicas.
-func NewMemoryBackend() SessionBackend {
+func NewMemoryBackend() Backend {
 	return &memoryBackend{vals: map[string]memoryValue{}, sets: map[string]memorySet{}}
 }
 
@@ -62,7 +50,7 @@ func (m *memoryBackend) Get(_ context.Context, key string) ([]byte, error) {
 	v, ok := m.vals[key]
 	if !ok || !time.Now().Before(v.exp) {
 		delete(m.vals, key)
-		return nil, ErrSessionNotFound
+		return nil, ErrNotFound
 	}
 	return append([]byte(nil), v.b...), nil
 }
@@ -141,30 +129,4 @@ func (m *memoryBackend) sweepLocked() {
 			delete(m.sets, k)
 		}
 	}
-}
-
-// SessionBackendPinger is implemented by session backends that can tell
-// whether they are reachable without touching a session (redisstore.Store
-// does), for readiness checks.
-type SessionBackendPinger interface {
-	Ping(ctx context.Context) error
-}
-
-// PingSessionStore checks the session store of Config.Session: checked is
-// false when there is nothing to check (no sessions, the cookie store, or
-// a backend without Ping); otherwise err, when not nil, wraps
-// ErrSessionStoreUnavailable.
-func (p *Plugin) PingSessionStore(ctx context.Context) (checked bool, err error) {
-	if p.sessions == nil || p.sessions.backend == nil {
-		return false, nil
-	}
-	pinger, ok := p.sessions.backend.(SessionBackendPinger)
-	if !ok {
-		return false, nil
-	}
-	if err := pinger.Ping(ctx); err != nil {
-		return true, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
-	}
-	p.sessions.storeAnswered()
-	return true, nil
 }

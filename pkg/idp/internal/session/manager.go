@@ -1,4 +1,4 @@
-package idp
+package session
 
 import (
 	"context"
@@ -10,61 +10,64 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/seal"
 )
 
-// sessionManager keeps the browser sessions of a plugin: it reads them
-// from requests, refreshes their tokens and writes their cookies.
-type sessionManager struct {
-	p       *Plugin
-	cfg     SessionConfig
-	seal    *sealer
-	scope   string         // sealScope: a backend session opens only with it
-	backend SessionBackend // nil: the cookie store
-	cache   *openedCache   // cookie store only
-	revoked revocations    // cookie store: back-channel logouts
-	secure  bool           // https: Secure cookies with the __Host- prefix
-	domain  string         // SessionConfig.CookieDomain: a __Secure- cookie with this Domain
-	cookie  string         // the cookie's full name
+// Manager keeps the browser sessions of a plugin: it reads them from
+// requests, refreshes their tokens and writes their cookies.
+type Manager struct {
+	d       Deps
+	cfg     Options
+	seal    *seal.Sealer
+	scope   string       // seal.Scope: a backend session opens only with it
+	backend Backend      // nil: the cookie store
+	cache   *openedCache // cookie store only
+	revoked revocations  // cookie store: back-channel logouts
+	secure  bool         // https: Secure cookies with the __Host- prefix
+	domain  string       // Options.CookieDomain: a __Secure- cookie with this Domain
+	cookie  string       // the cookie's full name
 
 	mu      sync.Mutex
 	flights map[flightKey]*refreshFlight // in-process single flight
 	pending pendingDeletions             // sign-outs the session store missed
 
-	// beforeRefresh, when set (tests only), runs between reading a
-	// session and refreshing it; onRefreshWait when a request blocks
+	// BeforeRefresh, when set (tests only), runs between reading a
+	// session and refreshing it; OnRefreshWait when a request blocks
 	// waiting for a refresh.
-	beforeRefresh, onRefreshWait func()
+	BeforeRefresh, OnRefreshWait func()
 }
 
-// errSessionEnded: the session is over (refresh refused, revoked, expired,
+// ErrEnded: the session is over (refresh refused, revoked, expired,
 // unreadable); the request goes on as one without a session.
-var errSessionEnded = errors.New("idp: session ended")
+var ErrEnded = errors.New("idp: session ended")
 
-func newSessionManager(p *Plugin, cfg SessionConfig, secure bool) (*sessionManager, error) {
-	scope := sealScope(p.cfg, p.issuer)
-	seal, err := newSealer(p.cfg.SessionSecret, "session", scope, cfg.PreviousSecrets...)
+// New returns the Manager of sessions configured by o.
+func New(d Deps, o Options) (*Manager, error) {
+	sl, err := seal.New(d.Secret, "session", d.Scope, o.PreviousSecrets...)
 	if err != nil {
 		return nil, err
 	}
-	seal.max = maxCookieChunks * cookieChunk
-	m := &sessionManager{p: p, cfg: cfg, seal: seal, scope: scope, backend: cfg.Backend, secure: secure,
-		cookie: cfg.CookieName, flights: map[flightKey]*refreshFlight{}}
+	sl.Max = maxCookieChunks * cookieChunk
+	m := &Manager{d: d, cfg: o, seal: sl, scope: d.Scope, backend: o.Backend, secure: o.Secure,
+		cookie: o.CookieName, flights: map[flightKey]*refreshFlight{}}
 	switch {
-	case cfg.CookieDomain != "":
+	case o.CookieDomain != "":
 		// Validated: RedirectURI is https.
-		m.domain, m.secure = cfg.CookieDomain, true
-		m.cookie = "__Secure-" + cfg.CookieName
-	case secure:
-		m.cookie = "__Host-" + cfg.CookieName
+		m.domain, m.secure = o.CookieDomain, true
+		m.cookie = "__Secure-" + o.CookieName
+	case o.Secure:
+		m.cookie = "__Host-" + o.CookieName
 	}
 	if m.backend == nil {
-		m.cache = newOpenedCache(cfg.CacheSize)
+		m.cache = newOpenedCache(o.CacheSize)
 	}
 	return m, nil
 }
 
-// cookieNames lists every name the session cookie may take (chunks too).
-func (m *sessionManager) cookieNames() []string {
+// CookieNames lists every name the session cookie may take (chunks too).
+func (m *Manager) CookieNames() []string {
 	names := make([]string, 0, maxCookieChunks)
 	for i := range maxCookieChunks {
 		names = append(names, chunkName(m.cookie, i))
@@ -72,32 +75,32 @@ func (m *sessionManager) cookieNames() []string {
 	return names
 }
 
-// token returns the access token of r's session, refreshed when it is
+// Token returns the access token of r's session, refreshed when it is
 // about to expire, and the cookies the answer must set (a refreshed
 // cookie-store session, or the deletion of an ended session). It fails
-// with ErrNoToken (no usable session) or ErrUnavailable (the backend or
+// with idperr.ErrNoToken (no usable session) or idperr.ErrUnavailable (the backend or
 // the provider cannot be reached and the token has expired).
-func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) {
-	parts, err := sessionCookieParts(r, m.cookie)
+func (m *Manager) Token(r *http.Request) (string, []*http.Cookie, error) {
+	parts, err := cookieParts(r, m.cookie)
 	if len(parts) == 0 && err == nil {
-		return "", nil, ErrNoToken
+		return "", nil, idperr.ErrNoToken
 	}
-	if m.p.cop.Check(r) != nil {
+	if m.d.CrossOrigin(r) != nil {
 		// A cross-origin unsafe request carries the cookie on its own: no
 		// credential (as with the token cookie).
-		return "", nil, ErrNoToken
+		return "", nil, idperr.ErrNoToken
 	}
 	if err != nil {
-		return "", m.clearCookies(r), ErrNoToken
+		return "", m.ClearCookies(r), idperr.ErrNoToken
 	}
 	ctx := r.Context()
-	now := m.p.cfg.Now()
+	now := m.d.Now()
 	s, replace, err := m.load(ctx, parts, now)
 	switch {
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, idperr.ErrUnavailable):
 		return "", nil, err
 	case err != nil:
-		return "", m.clearCookies(r), ErrNoToken
+		return "", m.ClearCookies(r), idperr.ErrNoToken
 	}
 	var cookies []*http.Cookie
 	if replace != "" {
@@ -106,11 +109,11 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 	if s.AccessExp-now.Unix() > m.margin(s) {
 		return s.Access, cookies, nil
 	}
-	if m.beforeRefresh != nil {
-		m.beforeRefresh()
+	if m.BeforeRefresh != nil {
+		m.BeforeRefresh()
 	}
 	ns, err := m.refresh(ctx, s, strings.Join(parts, ""))
-	valid := m.p.cfg.Now().Unix() < s.AccessExp // after the wait
+	valid := m.d.Now().Unix() < s.AccessExp // after the wait
 	switch {
 	case err == nil:
 		if m.backend == nil {
@@ -119,29 +122,29 @@ func (m *sessionManager) token(r *http.Request) (string, []*http.Cookie, error) 
 			}
 		}
 		return ns.Access, cookies, nil
-	case errors.Is(err, errSessionEnded):
-		m.p.cfg.Logger.Info("idp: session ended: the provider refused its refresh", "sub", s.Sub)
-		return "", m.clearCookies(r), ErrNoToken
+	case errors.Is(err, ErrEnded):
+		m.d.Logger.Info("idp: session ended: the provider refused its refresh", "sub", s.Sub)
+		return "", m.ClearCookies(r), idperr.ErrNoToken
 	case valid:
 		// The provider is slow or unreachable (or, with a backend, the
 		// store); the token is still valid: use it.
 		if errors.Is(err, errRefreshPending) {
-			m.p.cfg.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
+			m.d.Logger.Debug("idp: session refresh under way; the current access token is used", "sub", s.Sub)
 		} else {
-			m.p.cfg.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
+			m.d.Logger.Warn("idp: session refresh failed; the current access token is used until it expires", "error", err)
 		}
 		return s.Access, cookies, nil
-	case errors.Is(err, ErrSessionStoreUnavailable):
+	case errors.Is(err, idperr.ErrSessionStoreUnavailable):
 		return "", nil, err
 	}
-	return "", nil, fmt.Errorf("%w: %w: %w", ErrUnavailable, errRefreshUnavailable, err)
+	return "", nil, fmt.Errorf("%w: %w: %w", idperr.ErrUnavailable, ErrRefreshUnavailable, err)
 }
 
 // margin is how long before its exp s's access token is refreshed, in
 // seconds: RefreshMargin, but at most half the token's lifetime, so that
 // a provider whose tokens live no longer than the margin (30 s tokens and
 // the 1 m default) does not get a refresh on every request.
-func (m *sessionManager) margin(s *session) int64 {
+func (m *Manager) margin(s *Session) int64 {
 	margin := int64(m.cfg.RefreshMargin / time.Second)
 	if s.AccessIat > 0 && s.AccessExp > s.AccessIat {
 		margin = min(margin, (s.AccessExp-s.AccessIat)/2)
@@ -151,56 +154,57 @@ func (m *sessionManager) margin(s *session) int64 {
 
 // load opens the session of a cookie's chunks. replace is set when the
 // cookie store's value was superseded by a refresh on this process.
-func (m *sessionManager) load(ctx context.Context, parts []string, now time.Time) (s *session, replace string, err error) {
+func (m *Manager) load(ctx context.Context, parts []string, now time.Time) (s *Session, replace string, err error) {
 	var value string
 	if m.backend != nil {
 		value = strings.Join(parts, "")
 		if !validSessionID(value) || m.signedOut(value) {
-			return nil, "", errSessionEnded
+			return nil, "", ErrEnded
 		}
 		b, err := m.backend.Get(ctx, sessionKey(value))
 		switch {
-		case errors.Is(err, ErrSessionNotFound):
+		case errors.Is(err, ErrNotFound):
 			m.storeAnswered()
-			return nil, "", errSessionEnded
+			return nil, "", ErrEnded
 		case err != nil:
-			m.p.cfg.Logger.Warn("idp: session store unavailable", "error", err)
-			return nil, "", fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+			m.d.Logger.Warn("idp: session store unavailable", "error", err)
+			return nil, "", fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 		}
 		m.storeAnswered()
 		if s, err = unmarshalSession(b); err != nil || s.ID != value || s.Scope != m.scope {
 			// Another deployment's session in a shared store (or one
 			// stored before sessions were bound): not this one's.
-			return nil, "", errSessionEnded
+			return nil, "", ErrEnded
 		}
 	} else if e, ok := m.cache.get(parts...); ok {
 		s, replace = e.s, e.replace
 	} else {
 		value = strings.Join(parts, "")
-		s = new(session)
-		if err := m.seal.open(m.cookie, value, now, s); err != nil || s.Access == "" || s.ID == "" {
-			return nil, "", errSessionEnded
+		s = new(Session)
+		if err := m.seal.Open(m.cookie, value, now, s); err != nil || s.Access == "" || s.ID == "" {
+			return nil, "", ErrEnded
 		}
 		m.cache.put(value, openedEntry{s: s}, now)
 	}
 	if now.Unix() >= s.Expires {
-		return nil, "", errSessionEnded
+		return nil, "", ErrEnded
 	}
 	if m.backend == nil && m.revoked.revoked(s, now.Unix()) {
 		m.cache.drop(strings.Join(parts, ""))
-		return nil, "", errSessionEnded
+		return nil, "", ErrEnded
 	}
 	return s, replace, nil
 }
 
-// create starts a session for freshly verified tokens and returns the
-// cookies that carry it.
-func (m *sessionManager) create(ctx context.Context, r *http.Request, tok *oauth2.Token, idToken string, id *Identity, sid string) ([]*http.Cookie, error) {
-	now := m.p.cfg.Now()
-	s := &session{
+// Create starts a session for freshly verified tokens (at, the access
+// token's times; sub, its subject; sid, the ID token's provider session)
+// and returns the cookies that carry it.
+func (m *Manager) Create(ctx context.Context, r *http.Request, tok *oauth2.Token, idToken, sub, sid string, at Times) ([]*http.Cookie, error) {
+	now := m.d.Now()
+	s := &Session{
 		ID: newSessionID(), Access: tok.AccessToken, Refresh: tok.RefreshToken, IDToken: idToken,
-		Sub: id.Payload.Subject, SID: sid, Created: now.Unix(), Expires: now.Add(m.cfg.MaxAge).Unix(),
-		AccessExp: id.Payload.ExpiresAt.Unix(), AccessIat: issuedAt(id),
+		Sub: sub, SID: sid, Created: now.Unix(), Expires: now.Add(m.cfg.MaxAge).Unix(),
+		AccessExp: at.Exp, AccessIat: at.issuedAt(),
 	}
 	if m.backend != nil {
 		s.Scope = m.scope // the cookie store binds it in the seal instead
@@ -212,32 +216,32 @@ func (m *sessionManager) create(ctx context.Context, r *http.Request, tok *oauth
 }
 
 // store writes a backend session and indexes it for back-channel logout.
-func (m *sessionManager) store(ctx context.Context, s *session) error {
+func (m *Manager) store(ctx context.Context, s *Session) error {
 	b, err := marshalSession(s)
 	if err != nil {
 		return err
 	}
 	ttl := time.Until(time.Unix(s.Expires, 0))
 	if ttl <= 0 {
-		return errSessionEnded
+		return ErrEnded
 	}
 	if err := m.backend.Set(ctx, sessionKey(s.ID), b, ttl); err != nil {
-		return fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+		return fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 	}
 	if s.SID != "" {
 		if err := m.backend.AddToSet(ctx, sessionBySID(s.SID), s.ID, m.cfg.MaxAge); err != nil {
-			return fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+			return fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 		}
 	}
 	if err := m.backend.AddToSet(ctx, sessionBySub(s.Sub), s.ID, m.cfg.MaxAge); err != nil {
-		return fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+		return fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 	}
 	return nil
 }
 
 // sealSession seals a cookie-store session.
-func (m *sessionManager) sealSession(s *session) (string, error) {
-	v, err := m.seal.seal(m.cookie, s, time.Unix(s.Expires, 0))
+func (m *Manager) sealSession(s *Session) (string, error) {
+	v, err := m.seal.Seal(m.cookie, s, time.Unix(s.Expires, 0))
 	if err != nil {
 		return "", err
 	}
@@ -249,7 +253,7 @@ func (m *sessionManager) sealSession(s *session) (string, error) {
 
 // cookies returns the cookies that carry s, and the deletion of chunks a
 // shorter value no longer needs.
-func (m *sessionManager) cookies(r *http.Request, s *session) ([]*http.Cookie, error) {
+func (m *Manager) cookies(r *http.Request, s *Session) ([]*http.Cookie, error) {
 	if m.backend != nil {
 		return m.valueCookies(r, s.ID), nil
 	}
@@ -261,7 +265,7 @@ func (m *sessionManager) cookies(r *http.Request, s *session) ([]*http.Cookie, e
 }
 
 // valueCookies splits value into the session cookie's chunks.
-func (m *sessionManager) valueCookies(r *http.Request, value string) []*http.Cookie {
+func (m *Manager) valueCookies(r *http.Request, value string) []*http.Cookie {
 	var out []*http.Cookie
 	maxAge := int(m.cfg.MaxAge / time.Second)
 	i := 0
@@ -278,9 +282,9 @@ func (m *sessionManager) valueCookies(r *http.Request, value string) []*http.Coo
 	return out
 }
 
-// clearCookies deletes every chunk of the session cookie r carries (the
+// ClearCookies deletes every chunk of the session cookie r carries (the
 // first always).
-func (m *sessionManager) clearCookies(r *http.Request) []*http.Cookie {
+func (m *Manager) ClearCookies(r *http.Request) []*http.Cookie {
 	out := []*http.Cookie{m.cookieOf(m.cookie, "", -1)}
 	for i := 1; i < maxCookieChunks; i++ {
 		if name := chunkName(m.cookie, i); len(r.CookiesNamed(name)) > 0 {
@@ -290,26 +294,26 @@ func (m *sessionManager) clearCookies(r *http.Request) []*http.Cookie {
 	return out
 }
 
-func (m *sessionManager) cookieOf(name, value string, maxAge int) *http.Cookie {
+func (m *Manager) cookieOf(name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: name, Value: value, Path: "/", Domain: m.domain, MaxAge: maxAge,
 		HttpOnly: true, Secure: m.secure, SameSite: http.SameSiteLaxMode}
 }
 
-// end removes r's session (logout) and returns it, if there was one, with
+// End removes r's session (logout) and returns it, if there was one, with
 // the cookies that delete it. When the session store fails, the cookies
 // are returned all the same (the sign-out holds in this browser), the
 // deletion is retried in the background until the store answers (see
-// deleteLater), and the error wraps ErrSessionStoreUnavailable; s is set
+// deleteLater), and the error wraps idperr.ErrSessionStoreUnavailable; s is set
 // when the session could be read before the store failed.
-func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []*http.Cookie, error) {
-	clear := m.clearCookies(r)
-	parts, err := sessionCookieParts(r, m.cookie)
+func (m *Manager) End(ctx context.Context, r *http.Request) (*Session, []*http.Cookie, error) {
+	clear := m.ClearCookies(r)
+	parts, err := cookieParts(r, m.cookie)
 	if err != nil || len(parts) == 0 {
 		return nil, clear, nil
 	}
 	value := strings.Join(parts, "")
-	s, _, err := m.load(ctx, parts, m.p.cfg.Now())
-	if errors.Is(err, ErrSessionStoreUnavailable) {
+	s, _, err := m.load(ctx, parts, m.d.Now())
+	if errors.Is(err, idperr.ErrSessionStoreUnavailable) {
 		m.deleteLater(value, false)
 		return nil, clear, err
 	}
@@ -319,7 +323,7 @@ func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []
 	if m.backend != nil {
 		if err := m.backend.Delete(ctx, sessionKey(s.ID)); err != nil {
 			m.deleteLater(s.ID, true) // the route ends it at the provider now
-			return s, clear, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+			return s, clear, fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 		}
 	} else {
 		m.cache.drop(value)
@@ -329,21 +333,21 @@ func (m *sessionManager) end(ctx context.Context, r *http.Request) (*session, []
 	return s, clear, nil
 }
 
-// useLoginState marks a login state as completed, in the backend when
+// UseLoginState marks a login state as completed, in the backend when
 // there is one (so that a login is completed once across replicas).
-func (m *sessionManager) useLoginState(ctx context.Context, state string, exp time.Time) (bool, error) {
+func (m *Manager) UseLoginState(ctx context.Context, state string, exp time.Time) (bool, error) {
 	ok, err := m.backend.SetNX(ctx, usedStateKey(state), []byte("1"), time.Until(exp))
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrSessionStoreUnavailable, err)
+		return false, fmt.Errorf("%w: %w", idperr.ErrSessionStoreUnavailable, err)
 	}
 	return ok, nil
 }
 
 // issuedAt is the access token's iat, or the time it was verified when it
 // has none (the lifetime then counts from now).
-func issuedAt(id *Identity) int64 {
-	if !id.Payload.IssuedAt.IsZero() {
-		return id.Payload.IssuedAt.Unix()
+func (t Times) issuedAt() int64 {
+	if t.Iat != 0 {
+		return t.Iat
 	}
 	return time.Now().Unix()
 }
