@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 )
 
 // TokenLocation says where the access token is read from.
@@ -371,7 +373,7 @@ func (c Config) validate() error {
 			bad("session_secret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}
-	if _, err := compileRedirectHosts(c.AllowedRedirectHosts); err != nil {
+	if _, err := authflow.CompileRedirectHosts(c.AllowedRedirectHosts); err != nil {
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 			bad("allowed_redirect_hosts", "%v", e)
 		}
@@ -382,7 +384,7 @@ func (c Config) validate() error {
 		}
 		c.Session.validate(func(field, format string, args ...any) { bad("session."+field, format, args...) })
 		if c.Session.CookieDomain != "" {
-			if err := checkCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
+			if err := authflow.CheckCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
 				bad("session.cookie_domain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
 			}
 		}

@@ -23,8 +23,8 @@ import (
 // §12.2 lets it be absent or repeated); accessToken is the access token
 // issued with it, which at_hash, when present, must match. It returns the
 // claims, decoded once.
-func (a *authRoutes) verifyIDToken(ctx context.Context, raw, wantNonce, accessToken string) (*token.Claims, error) {
-	v, err := a.p.verifyJWT(ctx, &idKind, raw, a.cfg.Now(), &expected{nonce: wantNonce, accessToken: accessToken})
+func (p *Plugin) verifyIDToken(ctx context.Context, raw, wantNonce, accessToken string) (*token.Claims, error) {
+	v, err := p.verifyJWT(ctx, &idKind, raw, p.cfg.Now(), &expected{nonce: wantNonce, accessToken: accessToken})
 	if err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
@@ -32,7 +33,7 @@ type Plugin struct {
 	intern      *token.Interner  // claim strings shared between tokens (see token.DecodeClaims)
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
-	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
+	site        *authflow.Site              // where the sign-in lives: callback, prefix, allowed redirect hosts
 	tracer      trace.Tracer                // nil without Config.TracerProvider
 
 	// gen is the generation of the trusted key material: bumped whenever
@@ -78,7 +79,9 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
-	p.redirects, _ = compileRedirectHosts(cfg.AllowedRedirectHosts) // validated above
+	redirectURI, _ := url.Parse(cfg.RedirectURI) // validated above
+	redirects, _ := authflow.CompileRedirectHosts(cfg.AllowedRedirectHosts)
+	p.site = &authflow.Site{RedirectURI: redirectURI, AuthPrefix: cfg.AuthPrefix, Redirects: redirects}
 	if cfg.TracerProvider != nil {
 		p.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
@@ -93,7 +96,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 		// The apps of one sign-in named by exact host trust each other's
 		// unsafe requests; hosts matched by a pattern only get redirects.
-		for _, o := range p.redirects.origins(u.Scheme == "https") {
+		for _, o := range redirects.Origins(u.Scheme == "https") {
 			_ = p.cop.AddTrustedOrigin(o)
 		}
 	}
@@ -104,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 			return nil, err
 		}
 		p.sessions = sm
+		p.site.CookieDomain = sm.Domain()
 	}
 	newKeys := func(iss string, keycloak bool, ttl, interval time.Duration) *keySet {
 		k := &keySet{

@@ -26,7 +26,7 @@ import (
 // a value sealed by one deployment opened by another that shares its
 // secret (a copied example, a shared vault entry): the scope names what
 // the cookie belongs to (Scope). The AES key is derived from
-// Config.SessionSecret with HKDF-SHA-256 and a purpose label, so the same
+// idp.Config.SessionSecret with HKDF-SHA-256 and a purpose label, so the same
 // secret can key other uses without key reuse. The payload is JSON carrying
 // its own expiry, which is checked on opening: the browser's Max-Age is a
 // hint, the sealed expiry is the rule.

@@ -18,7 +18,7 @@ type Deps struct {
 	Now         func() time.Time
 	Logger      *slog.Logger
 	HTTPTimeout time.Duration // bounds a refresh, and the waits on the store
-	// Secret keys the sealed cookies (Config.SessionSecret); Scope is
+	// Secret keys the sealed cookies (idp.Config.SessionSecret); Scope is
 	// what they belong to (seal.Scope).
 	Secret []byte
 	Scope  string

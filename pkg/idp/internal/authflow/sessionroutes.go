@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"errors"
@@ -8,25 +8,26 @@ import (
 	"strings"
 
 	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
 	"golang.org/x/oauth2"
 )
 
-// The /auth routes in session mode (Config.Session): the callback starts a
+// The /auth routes in session mode (idp.Config.Session): the callback starts a
 // session and redirects back, logout ends it, and the provider ends
 // sessions through OpenID Connect Back-Channel Logout 1.0.
 
 // startSession answers a completed login in session mode: a session, its
 // cookie, and a redirect to where the login began.
 // sid is the ID token's (verifyIDToken decoded it).
-func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID, sid string, id *Identity, returnTo string) {
-	cookies, err := a.p.sessions.Create(r.Context(), r, tok, rawID, id.Payload.Subject, sid, accessTimes(id))
+func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *oauth2.Token, rawID, sid string, id Access, returnTo string) {
+	cookies, err := a.d.Sessions.Create(r.Context(), r, tok, rawID, id.Sub, sid, id.Times)
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			a.cfg.Logger.Warn("idp: callback: the session could not be stored", "error", err)
-			writeUnavailable(w, err)
+		if errors.Is(err, idperr.ErrUnavailable) {
+			a.d.Logger.Warn("idp: callback: the session could not be stored", "error", err)
+			a.writeUnavailable(w, err)
 			return
 		}
-		a.cfg.Logger.Error("idp: callback: the session could not be created", "error", err)
+		a.d.Logger.Error("idp: callback: the session could not be created", "error", err)
 		writeProblem(w, http.StatusBadGateway, "the session could not be created: "+err.Error())
 		return
 	}
@@ -52,7 +53,7 @@ func (a *authRoutes) startSession(w http.ResponseWriter, r *http.Request, tok *o
 // end_session_endpoint with id_token_hint and the post-logout redirect.
 // GET is accepted for links and forms; a cross-site request is refused.
 func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || a.p.cop.Check(r) != nil {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" || a.d.CrossOrigin(r) != nil {
 		writeProblem(w, http.StatusForbidden, "cross-site request refused")
 		return
 	}
@@ -70,13 +71,13 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s, clear, err := a.p.sessions.End(r.Context(), r)
+	s, clear, err := a.d.Sessions.End(r.Context(), r)
 	storeDown := err != nil
 	if storeDown {
 		// The sign-out holds in this browser (its cookie is cleared); the
 		// session is deleted from the store, and ended at the provider,
 		// once the store answers again.
-		a.cfg.Logger.Warn("idp: logout while the session store is unavailable: the cookie is cleared, the session is deleted from the store when it is back", "error", err)
+		a.d.Logger.Warn("idp: logout while the session store is unavailable: the cookie is cleared, the session is deleted from the store when it is back", "error", err)
 	}
 	for _, c := range clear {
 		http.SetCookie(w, c)
@@ -96,7 +97,7 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 		outcome = "pending" // when the session can be read again
 	}
 	if s != nil {
-		a.cfg.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
+		a.d.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
 	}
 	if !IsNavigation(r) && !(r.Method == http.MethodPost && acceptsHTML(r)) {
 		body := map[string]any{"logged_out": true, "provider_logout": outcome}
@@ -107,16 +108,16 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 		jsondoc.Write(w, http.StatusOK, body, jsondoc.Options{Credentials: true})
 		return
 	}
-	target := a.p.cfg.Session.PostLogoutRedirectURI
+	target := a.d.PostLogoutRedirectURI
 	if target == "" {
 		target = "/"
 	}
-	if meta := a.p.keys.meta.Load(); meta != nil && meta.EndSessionEndpoint != "" && s != nil && s.IDToken != "" {
-		if u, err := url.Parse(meta.EndSessionEndpoint); err == nil {
+	if e := a.d.Endpoints(); e.Known && e.EndSession != "" && s != nil && s.IDToken != "" {
+		if u, err := url.Parse(e.EndSession); err == nil {
 			q := u.Query()
-			q.Set("client_id", a.cfg.ClientID)
+			q.Set("client_id", a.d.ClientID)
 			q.Set("id_token_hint", s.IDToken)
-			if pl := a.p.cfg.Session.PostLogoutRedirectURI; pl != "" {
+			if pl := a.d.PostLogoutRedirectURI; pl != "" {
 				q.Set("post_logout_redirect_uri", pl)
 			}
 			u.RawQuery = q.Encode()

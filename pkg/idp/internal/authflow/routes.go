@@ -1,100 +1,65 @@
-package idp
+package authflow
 
 import (
 	"context"
 	"errors"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/seal"
 	"net/http"
-	"net/url"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/idp-proxy/idp-proxy/internal/errorpage"
 	"golang.org/x/oauth2"
 )
 
 // Limits and names of the /auth routes.
 const (
-	// LoginStateTTL is how long a login may take between GET login and
-	// GET callback.
-	LoginStateTTL = 10 * time.Minute
-	// LoginStateCookie is the name of the sealed login-state cookie
-	// (state, nonce, PKCE verifier, return-to), scoped to Config.AuthPrefix
-	// and, on a host under SessionConfig.CookieDomain, to that domain (the
-	// callback host reads a login started on an app's host).
-	LoginStateCookie = "idp_login"
+	// StateTTL is idp.StateTTL: how long a login may take between
+	// GET login and GET callback.
+	StateTTL = 10 * time.Minute
+	// StateCookie is idp.StateCookie: the sealed login-state cookie.
+	StateCookie = "idp_login"
 	// maxAuthBody bounds the JSON bodies of logout and refresh.
 	maxAuthBody = 64 << 10
 	// maxUsedStates bounds the memory of completed logins (replay guard).
 	maxUsedStates = 1 << 16
+	// maxLogoutTokenAge bounds how old (by iat) a logout token may be
+	// (idp's logout-token kind checks it); its jti is kept twice as long.
+	MaxLogoutTokenAge = 5 * time.Minute
 )
 
-// Routes returns the handler of the authorization-code flow. It matches the
-// full request path, so mount it at Config.AuthPrefix + "/" without
-// stripping the prefix:
-//
-//	mux.Handle(cfg.AuthPrefix+"/", p.Routes())
-//
-// The routes, their answers and their checks are described in the
-// package documentation, under "The /auth routes".
-//
-// When Config.IncludeRoutes is false, Routes returns a handler that answers
-// 404 problem+json to every request, so mounting it unconditionally is
-// safe. Routes returns the same handler on every call.
-func (p *Plugin) Routes() http.Handler {
-	p.routesOnce.Do(func() { p.routes = p.newRoutes() })
-	return p.routes
-}
-
-func (p *Plugin) newRoutes() http.Handler {
-	if !p.cfg.IncludeRoutes {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, http.StatusNotFound, "the authentication routes are not enabled")
-		})
-	}
-	sealer, err := seal.New(p.cfg.SessionSecret, "login-state", sealScope(p.cfg, p.issuer))
-	if err != nil { // cannot happen with a validated config
-		p.cfg.Logger.Error("idp: auth routes disabled", "error", err)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeProblem(w, http.StatusInternalServerError, "internal error")
-		})
-	}
-	redirect, _ := url.Parse(p.cfg.RedirectURI) // validated by New
-	if want := strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/callback"; redirect.Path != want {
-		// Legitimate behind a proxy that rewrites paths, but the usual cause
-		// is a typo: the state cookie (Path=prefix) would not come back.
-		p.cfg.Logger.Warn("idp: redirect_uri does not point at the callback route", "redirect_path", redirect.Path, "callback_path", want)
-	}
+// New returns the handler of the /auth routes (see idp.Plugin.Routes).
+func New(d Deps) http.Handler {
 	scopes := []string{oidc.ScopeOpenID}
-	for _, s := range p.cfg.Scopes {
+	for _, s := range d.Scopes {
 		if s != "" && !slices.Contains(scopes, s) {
 			scopes = append(scopes, s)
 		}
 	}
-	prefix := p.cfg.AuthPrefix
+	prefix := d.Site.AuthPrefix
 	if prefix == "/" {
 		prefix = ""
 	}
 	a := &authRoutes{
-		p:             p,
-		cfg:           p.cfg,
-		seal:          sealer,
+		d:             d,
+		seal:          d.Sealer,
 		used:          newUsedSet(maxUsedStates),
 		scopes:        scopes,
-		httpsRedirect: redirect.Scheme == "https",
-		cookiePath:    p.cfg.AuthPrefix,
+		httpsRedirect: d.Site.RedirectURI.Scheme == "https",
+		cookiePath:    d.Site.AuthPrefix,
 		mux:           http.NewServeMux(),
 		notFound: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, http.StatusNotFound, "no such authentication route")
 		}),
 	}
 	logout := route{"POST", (*authRoutes).logout}
-	if p.sessions != nil {
+	if d.Sessions != nil {
 		logout = route{"GET, POST", (*authRoutes).sessionLogout}
 		a.handle(prefix+"/backchannel-logout", route{http.MethodPost, (*authRoutes).backchannelLogout})
-		p.sessions.SetLateLogout(a.providerLogout)
+		d.Sessions.SetLateLogout(a.providerLogout)
 	}
 	a.handle(prefix+"/login", route{http.MethodGet, (*authRoutes).login})
 	a.handle(prefix+"/callback", route{http.MethodGet, (*authRoutes).callback})
@@ -131,10 +96,9 @@ func (a *authRoutes) handle(path string, rt route) {
 	a.mux.HandleFunc(path, notAllowed)
 }
 
-// authRoutes serves the /auth routes; see Plugin.Routes.
+// authRoutes serves the /auth routes.
 type authRoutes struct {
-	p             *Plugin
-	cfg           Config
+	d             Deps
 	seal          *seal.Sealer
 	used          *usedSet
 	scopes        []string
@@ -145,7 +109,7 @@ type authRoutes struct {
 }
 
 func (a *authRoutes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if WantsPage(r) {
+	if errorpage.Wanted(r) {
 		pw := &authPageWriter{ResponseWriter: w, a: a}
 		defer pw.finish()
 		w = pw
@@ -174,49 +138,19 @@ func (a *authRoutes) route(r *http.Request) http.Handler {
 }
 
 // oauthConfig builds the x/oauth2 configuration from the discovered
-// endpoints; see Plugin.oauthConfig.
-func (a *authRoutes) oauthConfig() (*oauth2.Config, error) { return a.p.oauthConfig(a.scopes) }
-
-// oauthConfig builds the x/oauth2 configuration of the client from the
-// discovered endpoints. The error wraps ErrUnavailable: discovery has not
-// completed, or the provider's document lacks the authorization or token
-// endpoint (a provider other than a Keycloak realm; nothing is guessed).
-func (p *Plugin) oauthConfig(scopes []string) (*oauth2.Config, error) {
-	meta := p.keys.meta.Load()
-	if meta == nil {
-		return nil, errNotDiscovered
-	}
-	for _, e := range [...]struct{ name, url string }{
-		{"authorization_endpoint", meta.AuthorizationEndpoint},
-		{"token_endpoint", meta.TokenEndpoint},
-	} {
-		if e.url == "" {
-			return nil, &missingEndpointError{name: e.name}
-		}
-	}
-	return &oauth2.Config{
-		ClientID:     p.cfg.ClientID,
-		ClientSecret: p.cfg.ClientSecret,
-		Endpoint: oauth2.Endpoint{
-			AuthURL:   meta.AuthorizationEndpoint,
-			TokenURL:  meta.TokenEndpoint,
-			AuthStyle: meta.tokenAuthStyle(),
-		},
-		RedirectURL: p.cfg.RedirectURI,
-		Scopes:      scopes,
-	}, nil
-}
+// endpoints (Deps.OAuthConfig).
+func (a *authRoutes) oauthConfig() (*oauth2.Config, error) { return a.d.OAuthConfig(a.scopes) }
 
 // providerCtx bounds a call to the provider by HTTPTimeout and makes
 // x/oauth2 use the plugin's HTTP client.
 func (a *authRoutes) providerCtx(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(parent, a.cfg.HTTPTimeout)
-	return context.WithValue(ctx, oauth2.HTTPClient, a.cfg.HTTPClient), cancel
+	ctx, cancel := context.WithTimeout(parent, a.d.HTTPTimeout)
+	return context.WithValue(ctx, oauth2.HTTPClient, a.d.HTTPClient), cancel
 }
 
 // providerFailure answers a failed call to the token endpoint: a refusal
 // (an OAuth error response with a 4xx status) is 401 with refusal as
-// detail, except a refusal of the client itself (clientRefused: the
+// detail, except a refusal of the client itself (ClientRefused: the
 // proxy's configuration is wrong, not the user's sign-in), which is 502
 // logged at ERROR; anything else (unreachable, timeout, 5xx, garbage) is
 // 502. The provider's answer is logged by its error code only.
@@ -228,26 +162,26 @@ func (a *authRoutes) providerFailure(w http.ResponseWriter, what string, err err
 			status = re.Response.StatusCode
 		}
 		if status < 400 || status >= 500 {
-			a.cfg.Logger.Warn("idp: "+what+": identity provider failed", "status", status)
+			a.d.Logger.Warn("idp: "+what+": identity provider failed", "status", status)
 			writeProblem(w, http.StatusBadGateway, "the identity provider failed")
 			return
 		}
-		code := sanitizeErrorCode(re.ErrorCode)
-		if clientRefused(status, code) {
+		code := SanitizeErrorCode(re.ErrorCode)
+		if ClientRefused(status, code) {
 			// Not the user's doing: the provider does not accept this
 			// client (a wrong or missing client_secret, an unknown or
 			// disabled client). Signing in again cannot help.
-			a.cfg.Logger.Error("idp: "+what+": the identity provider refused this client's credentials; check client_id and client_secret",
-				"status", status, "error", code, "client_id", a.cfg.ClientID)
+			a.d.Logger.Error("idp: "+what+": the identity provider refused this client's credentials; check client_id and client_secret",
+				"status", status, "error", code, "client_id", a.d.ClientID)
 			markMisconfigured(w)
 			writeProblem(w, http.StatusBadGateway, detailMisconfiguredClient+" ("+code+")")
 			return
 		}
-		a.cfg.Logger.Info("idp: "+what+": refused by the identity provider", "status", status, "error", code)
+		a.d.Logger.Info("idp: "+what+": refused by the identity provider", "status", status, "error", code)
 		writeProblem(w, http.StatusUnauthorized, refusal)
 		return
 	}
-	a.cfg.Logger.Warn("idp: "+what+": identity provider unreachable", "error", err)
+	a.d.Logger.Warn("idp: "+what+": identity provider unreachable", "error", err)
 	writeProblem(w, http.StatusBadGateway, "the identity provider could not be reached")
 }
 
@@ -255,10 +189,10 @@ func (a *authRoutes) providerFailure(w http.ResponseWriter, what string, err err
 // provider refused.
 const detailMisconfiguredClient = "the proxy is misconfigured: the identity provider refused its client credentials"
 
-// clientRefused reports whether a token endpoint's error answer refuses
+// ClientRefused reports whether a token endpoint's error answer refuses
 // the client itself rather than the grant: invalid_client (RFC 6749
 // §5.2), or unauthorized_client with 401, which is how Keycloak answers a
 // missing client secret.
-func clientRefused(status int, code string) bool {
+func ClientRefused(status int, code string) bool {
 	return code == "invalid_client" || code == "unauthorized_client" && status == http.StatusUnauthorized
 }

@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"bytes"
@@ -20,20 +20,18 @@ func writeProblem(w http.ResponseWriter, status int, detail string) {
 // writeUnavailable answers 503 while the provider has not been discovered
 // or its keys are not loaded, naming the endpoint when the provider
 // lacks one the route needs.
-func writeUnavailable(w http.ResponseWriter, err error) {
+func (a *authRoutes) writeUnavailable(w http.ResponseWriter, err error) {
 	w.Header().Set("Retry-After", "5")
 	detail := "the identity provider is not available yet"
-	if me := (*missingEndpointError)(nil); errors.As(err, &me) {
-		detail = me.detail()
-	} else if errors.Is(err, ErrSessionStoreUnavailable) {
-		detail = detailSessionStoreUnavailable
+	if d := a.d.UnavailableDetail(err); d != "" {
+		detail = d
 	}
 	problem.Write(w, http.StatusServiceUnavailable, detail)
 }
 
 // checkPOST refuses cross-site browser requests with 403.
 func (a *authRoutes) checkPOST(w http.ResponseWriter, r *http.Request) bool {
-	if err := a.p.cop.Check(r); err != nil {
+	if err := a.d.CrossOrigin(r); err != nil {
 		writeProblem(w, http.StatusForbidden, "cross-site request refused")
 		return false
 	}
@@ -106,24 +104,24 @@ func (a *authRoutes) secure(r *http.Request) bool { return r.TLS != nil || a.htt
 // callback host reads a state set on an app's host.
 func (a *authRoutes) stateCookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name: LoginStateCookie, Value: value, Path: a.cookiePath, Domain: a.p.stateDomain(r), MaxAge: maxAge,
+		Name: StateCookie, Value: value, Path: a.cookiePath, Domain: a.d.Site.stateDomain(r), MaxAge: maxAge,
 		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteLaxMode,
 	}
 }
 
 // accessCookie is the access-token cookie read by Middleware with
-// TokenLocationCookie; maxAge < 0 deletes it.
+// idp.TokenLocationCookie; maxAge < 0 deletes it.
 func (a *authRoutes) accessCookie(r *http.Request, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name: a.cfg.CookieName, Value: value, Path: "/", MaxAge: maxAge,
+		Name: a.d.TokenCookie, Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, Secure: a.secure(r), SameSite: http.SameSiteLaxMode,
 	}
 }
 
-// sanitizeErrorCode keeps an OAuth error code printable and short: RFC 6749
+// SanitizeErrorCode keeps an OAuth error code printable and short: RFC 6749
 // limits it to %x20-21 / %x23-5B / %x5D-7E; we keep [A-Za-z0-9_.-] and
 // answer "error" for anything else.
-func sanitizeErrorCode(s string) string {
+func SanitizeErrorCode(s string) string {
 	if len(s) > 64 {
 		s = s[:64]
 	}

@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"errors"
@@ -10,15 +10,15 @@ import (
 	"golang.org/x/net/publicsuffix"
 )
 
-// Redirect targets on other hosts: with Config.AllowedRedirectHosts, the
+// Redirect targets on other hosts: with idp.Config.AllowedRedirectHosts, the
 // return_to (and rd) of the login route may be an absolute URL on one of
 // the hosts of a set of apps that share one sign-in, not only a path on
 // the site itself. Everything that is not plainly such a URL is refused:
 // the known open-redirect bypasses hide another host in a string that
 // some parser reads as a path or as an allowed host.
 
-// redirectHosts is the compiled Config.AllowedRedirectHosts.
-type redirectHosts struct {
+// RedirectHosts is the compiled idp.Config.AllowedRedirectHosts.
+type RedirectHosts struct {
 	exact    map[string]struct{} // "host" or "host:port"; "host:*" any port
 	suffixes []hostSuffix        // "*.example.com"
 }
@@ -33,7 +33,7 @@ type hostSuffix struct {
 // errRedirectHost wraps the problems of one allowed_redirect_hosts entry.
 var errRedirectHost = errors.New("allowed_redirect_hosts")
 
-// compileRedirectHosts compiles the entries of Config.AllowedRedirectHosts:
+// CompileRedirectHosts compiles the entries of idp.Config.AllowedRedirectHosts:
 // exact host names ("app.example.com", "app.example.com:8443",
 // "app.example.com:*" for any port) and suffix patterns ("*.example.com":
 // every subdomain, at any depth, not example.com itself). An entry that
@@ -41,11 +41,11 @@ var errRedirectHost = errors.New("allowed_redirect_hosts")
 // path, non-ASCII letters, "*" anywhere but as the whole first label, an
 // empty label) and a pattern over a public suffix ("*.com", "*.co.uk",
 // "*.github.io": anyone can register a host under it) are errors.
-func compileRedirectHosts(entries []string) (*redirectHosts, error) {
+func CompileRedirectHosts(entries []string) (*RedirectHosts, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	h := &redirectHosts{exact: make(map[string]struct{}, len(entries))}
+	h := &RedirectHosts{exact: make(map[string]struct{}, len(entries))}
 	var errs []error
 	for _, e := range entries {
 		host, port, err := parseHostEntry(e)
@@ -146,7 +146,7 @@ func checkHostName(s string) error {
 
 // allows reports whether host ("a.example.com", lower case, checked by
 // checkHostName) with port ("" for the scheme's default) is allowed.
-func (h *redirectHosts) allows(host, port string) bool {
+func (h *RedirectHosts) allows(host, port string) bool {
 	if h == nil {
 		return false
 	}
@@ -171,7 +171,7 @@ func (h *redirectHosts) allows(host, port string) bool {
 // origins returns the origins of the exact hosts ("https://host[:port]",
 // and "http://..." unless httpsOnly), for the cross-origin check of
 // unsafe requests; entries with any port and suffix patterns have none.
-func (h *redirectHosts) origins(httpsOnly bool) []string {
+func (h *RedirectHosts) Origins(httpsOnly bool) []string {
 	if h == nil {
 		return nil
 	}
@@ -197,7 +197,7 @@ func (h *redirectHosts) origins(httpsOnly bool) []string {
 // return-to path (safeReturnTo). It returns the URL with the scheme and
 // host in lower case, the default port dropped, and the path and query as
 // sent.
-func (h *redirectHosts) target(s string, httpsOnly bool) (string, bool) {
+func (h *RedirectHosts) target(s string, httpsOnly bool) (string, bool) {
 	if h == nil || s == "" || len(s) > maxReturnTo {
 		return "", false
 	}
@@ -255,11 +255,11 @@ func (h *redirectHosts) target(s string, httpsOnly bool) (string, bool) {
 	return out + uri, true
 }
 
-// checkCookieDomain checks a session cookie domain (lower case, without
+// CheckCookieDomain checks a session cookie domain (lower case, without
 // a leading dot) against the callback URL: a DNS name that is not a public
 // suffix, an https callback (the cookie is __Secure-), and a callback host
 // the domain covers (else the callback could not set the cookie).
-func checkCookieDomain(domain, redirectURI string) error {
+func CheckCookieDomain(domain, redirectURI string) error {
 	if err := checkHostName(domain); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"crypto/rand"
@@ -16,7 +16,7 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// loginState is sealed into the LoginStateCookie by GET login.
+// loginState is sealed into the StateCookie by GET login.
 type loginState struct {
 	State    string `json:"s"`
 	Nonce    string `json:"n"`
@@ -28,12 +28,12 @@ type loginState struct {
 func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 	conf, err := a.oauthConfig()
 	if err != nil {
-		writeUnavailable(w, err)
+		a.writeUnavailable(w, err)
 		return
 	}
 	// On an app's host, a relative target is that host's page, and so is
 	// the default ("/"): never the callback host's.
-	origin := a.p.appOrigin(r)
+	origin := a.d.Site.appOrigin(r)
 	var returnTo string
 	if origin != "" {
 		returnTo = origin + "/"
@@ -49,7 +49,7 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if returnTo, ok = a.returnTarget(vals[0], origin); !ok {
-			if a.p.redirects != nil {
+			if a.d.Site.Redirects != nil {
 				writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site or a URL on an allowed host (allowed_redirect_hosts)")
 			} else {
 				writeProblem(w, http.StatusBadRequest, "return_to must be a relative path on this site")
@@ -57,15 +57,15 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if origin != "" && a.p.stateDomain(r) == "" {
+	if origin != "" && a.d.Site.stateDomain(r) == "" {
 		// The callback host could not read a login state set on this
 		// host (no session cookie domain covers both): the sign-in
 		// starts over there, to come back here.
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, a.p.centralLoginURL(returnTo), http.StatusFound)
+		http.Redirect(w, r, a.d.Site.centralLoginURL(returnTo), http.StatusFound)
 		return
 	}
-	exp := a.cfg.Now().Add(LoginStateTTL)
+	exp := a.d.Now().Add(StateTTL)
 	st := loginState{
 		State:    rand.Text() + rand.Text(), // 2×128 bits
 		Nonce:    rand.Text() + rand.Text(),
@@ -73,13 +73,13 @@ func (a *authRoutes) login(w http.ResponseWriter, r *http.Request) {
 		ReturnTo: returnTo,
 		Exp:      exp.Unix(),
 	}
-	sealed, err := a.seal.Seal(LoginStateCookie, st, exp)
+	sealed, err := a.seal.Seal(StateCookie, st, exp)
 	if err != nil {
-		a.cfg.Logger.Error("idp: login: sealing the state failed", "error", err)
+		a.d.Logger.Error("idp: login: sealing the state failed", "error", err)
 		writeProblem(w, http.StatusInternalServerError, "internal error")
 		return
 	}
-	http.SetCookie(w, a.stateCookie(r, sealed, int(LoginStateTTL/time.Second)))
+	http.SetCookie(w, a.stateCookie(r, sealed, int(StateTTL/time.Second)))
 	w.Header().Set("Cache-Control", "no-store")
 	u := conf.AuthCodeURL(st.State, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce))
 	http.Redirect(w, r, u, http.StatusFound)
@@ -90,14 +90,14 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, a.stateCookie(r, "", -1))
 	w.Header().Set("Cache-Control", "no-store")
 
-	cs := r.CookiesNamed(LoginStateCookie)
+	cs := r.CookiesNamed(StateCookie)
 	if len(cs) != 1 {
 		writeProblem(w, http.StatusBadRequest, "no login in progress: the login state cookie is missing or ambiguous")
 		return
 	}
-	now := a.cfg.Now()
+	now := a.d.Now()
 	var st loginState
-	switch err := a.seal.Open(LoginStateCookie, cs[0].Value, now, &st); {
+	switch err := a.seal.Open(StateCookie, cs[0].Value, now, &st); {
 	case errors.Is(err, seal.ErrExpired):
 		writeProblem(w, http.StatusBadRequest, "the login has expired; start again")
 		return
@@ -112,17 +112,17 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	// RFC 9207: a provider that names itself in the answer must be ours
 	// (mix-up attacks); Keycloak sends iss.
-	if iss, ok := q["iss"]; ok && (len(iss) != 1 || iss[0] != a.p.issuer) {
+	if iss, ok := q["iss"]; ok && (len(iss) != 1 || iss[0] != a.d.Issuer) {
 		writeProblem(w, http.StatusBadRequest, "the answer comes from another identity provider")
 		return
 	}
 	first := a.used.use(st.State, time.Unix(st.Exp, 0), now)
-	if first && a.p.sessions != nil && a.p.sessions.HasBackend() {
+	if first && a.d.Sessions != nil && a.d.Sessions.HasBackend() {
 		// Once across replicas, not only on this one.
 		var err error
-		if first, err = a.p.sessions.UseLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
-			a.cfg.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
-			writeUnavailable(w, err)
+		if first, err = a.d.Sessions.UseLoginState(r.Context(), st.State, time.Unix(st.Exp, 0)); err != nil {
+			a.d.Logger.Warn("idp: callback: the session store is unavailable", "error", err)
+			a.writeUnavailable(w, err)
 			return
 		}
 	}
@@ -131,8 +131,8 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
-		code := sanitizeErrorCode(e)
-		a.cfg.Logger.Info("idp: login refused by the identity provider", "error", code)
+		code := SanitizeErrorCode(e)
+		a.d.Logger.Info("idp: login refused by the identity provider", "error", code)
 		status := http.StatusBadRequest
 		switch code {
 		case "access_denied", "login_required", "consent_required", "interaction_required", "account_selection_required":
@@ -148,27 +148,27 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	conf, err := a.oauthConfig()
 	if err != nil {
-		writeUnavailable(w, err)
+		a.writeUnavailable(w, err)
 		return
 	}
 	ctx, cancel := a.providerCtx(r.Context())
 	defer cancel()
-	xctx, span := a.p.startSpan(ctx, "idp.token.exchange", trace.SpanKindClient)
+	xctx, end := a.d.StartSpan(ctx, "idp.token.exchange", trace.SpanKindClient)
 	tok, err := conf.Exchange(xctx, code, oauth2.VerifierOption(st.Verifier))
-	endSpan(span, err, "the provider refused the code or could not be reached")
+	end(err, "the provider refused the code or could not be reached")
 	if err != nil {
 		a.providerFailure(w, "code exchange", err, "the identity provider refused the authorization code")
 		return
 	}
 	rawID, _ := tok.Extra("id_token").(string)
 	if rawID == "" {
-		a.cfg.Logger.Warn("idp: callback: the token response has no id_token")
+		a.d.Logger.Warn("idp: callback: the token response has no id_token")
 		writeProblem(w, http.StatusBadGateway, "the identity provider returned no ID token")
 		return
 	}
-	idc, err := a.verifyIDToken(ctx, rawID, st.Nonce, tok.AccessToken)
+	idc, err := a.d.VerifyIDToken(ctx, rawID, st.Nonce, tok.AccessToken)
 	if err != nil {
-		a.cfg.Logger.Warn("idp: callback: ID token rejected", "error", err)
+		a.d.Logger.Warn("idp: callback: ID token rejected", "error", err)
 		writeProblem(w, http.StatusUnauthorized, "the ID token is invalid")
 		return
 	}
@@ -176,8 +176,8 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.cfg.Logger.Info("idp: login completed", "sub", id.Payload.Subject)
-	if a.p.sessions != nil {
+	a.d.Logger.Info("idp: login completed", "sub", id.Sub)
+	if a.d.Sessions != nil {
 		a.startSession(w, r, tok, rawID, idc.SID, id, st.ReturnTo)
 		return
 	}
@@ -186,7 +186,7 @@ func (a *authRoutes) callback(w http.ResponseWriter, r *http.Request) {
 
 // returnTarget judges a return-to target: a relative path on this site
 // (an absolute URL on the site's own origin counts as its path), or with
-// Config.AllowedRedirectHosts an absolute URL on an allowed host. A
+// idp.Config.AllowedRedirectHosts an absolute URL on an allowed host. A
 // relative path given on an app's host (origin, see appOrigin) is a page
 // of that host: the absolute URL origin+path. It returns the target to
 // redirect to.
@@ -195,13 +195,13 @@ func (a *authRoutes) returnTarget(s, origin string) (string, bool) {
 		if _, ok := safeReturnTo(s); !ok {
 			return "", false
 		}
-		return a.p.redirects.target(origin+s, a.httpsRedirect)
+		return a.d.Site.Redirects.target(origin+s, a.httpsRedirect)
 	}
 	s = a.sameOrigin(s)
 	if strings.HasPrefix(s, "/") {
 		return safeReturnTo(s)
 	}
-	return a.p.redirects.target(s, a.httpsRedirect)
+	return a.d.Site.Redirects.target(s, a.httpsRedirect)
 }
 
 // sameOrigin turns an absolute return-to URL on the site's own origin
@@ -213,8 +213,8 @@ func (a *authRoutes) sameOrigin(s string) string {
 		return s
 	}
 	u, err := url.Parse(s)
-	redirect, rerr := url.Parse(a.cfg.RedirectURI)
-	if err != nil || rerr != nil || u.User != nil || u.Fragment != "" ||
+	redirect := a.d.Site.RedirectURI
+	if err != nil || u.User != nil || u.Fragment != "" ||
 		!strings.EqualFold(u.Scheme, redirect.Scheme) || !strings.EqualFold(u.Host, redirect.Host) {
 		return s
 	}
@@ -265,71 +265,4 @@ func (u *usedSet) use(v string, exp, now time.Time) bool {
 	}
 	u.seen[v] = exp
 	return true
-}
-
-// IsNavigation reports whether r is a browser navigating to a page (as
-// opposed to an API call or a script's request): GET or HEAD, Accept
-// naming text/html, no Authorization header, and neither Sec-Fetch-Mode
-// of a script (cors, no-cors, same-origin) nor X-Requested-With. With
-// browser sessions, such a request without credentials is sent to the
-// login route; every other one gets 401.
-func IsNavigation(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false
-	}
-	h := r.Header
-	if _, ok := h["Authorization"]; ok || h.Get("X-Requested-With") != "" {
-		return false
-	}
-	switch h.Get("Sec-Fetch-Mode") {
-	case "", "navigate", "nested-navigate":
-	default:
-		return false
-	}
-	for _, a := range h.Values("Accept") {
-		for part := range strings.SplitSeq(a, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// redirectToLogin sends a browser to the login route, to come back to the
-// page it asked for (when that is a safe return-to target, else "/").
-func (p *Plugin) redirectToLogin(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, p.LoginURLFor(r), http.StatusFound)
-}
-
-// LoginURLFor returns the URL of the login route that brings the browser
-// back to the page r asked for. It is LoginURL(r.URL.RequestURI()), a
-// site-relative URL, unless r is for another host than RedirectURI's (the
-// central callback host) that Config.AllowedRedirectHosts allows: then it
-// is the absolute URL of the login route on the callback host, with r's
-// absolute URL (RedirectURI's scheme, r.Host) as return_to, so that one
-// callback serves every app of the sign-in.
-func (p *Plugin) LoginURLFor(r *http.Request) string {
-	uri := r.URL.RequestURI()
-	origin := p.appOrigin(r)
-	if origin == "" {
-		return p.LoginURL(uri)
-	}
-	target, ok := p.redirects.target(origin+uri, strings.HasPrefix(origin, "https:"))
-	if !ok {
-		target = origin + "/" // the page is no safe target: the host's root, never the callback host's
-	}
-	return p.centralLoginURL(target)
-}
-
-// LoginURL returns the site-relative URL of the login route that brings
-// the browser back to returnTo (a path with an optional query; "/" when
-// it is not a safe return-to target): "/auth/login?return_to=%2Fpage".
-func (p *Plugin) LoginURL(returnTo string) string {
-	if _, ok := safeReturnTo(returnTo); !ok {
-		returnTo = "/"
-	}
-	return strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/login?return_to=" + url.QueryEscape(returnTo)
 }

@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"context"
@@ -21,23 +21,16 @@ import (
 // publishes no endpoint to call (before discovery, a Keycloak realm's are
 // its Keycloak paths; another issuer has none).
 func (a *authRoutes) providerLogout(ctx context.Context, refreshToken string) string {
-	keycloak := a.cfg.IssuerURL == ""
-	meta := a.p.keys.meta.Load()
-	if meta == nil {
-		meta = &providerMetadata{keycloak: keycloak}
-		if keycloak {
-			meta.keycloakDefaults(a.p.issuer)
-		}
-	}
+	e := a.d.Endpoints()
 	called, ok := false, false
-	if keycloak && meta.EndSessionEndpoint != "" {
+	if a.d.KeycloakLogout && e.EndSession != "" {
 		called = true
-		ok = a.postForm(ctx, "end session", meta.EndSessionEndpoint, url.Values{"refresh_token": {refreshToken}}, oauth2.AuthStyleInParams)
+		ok = a.postForm(ctx, "end session", e.EndSession, url.Values{"refresh_token": {refreshToken}}, oauth2.AuthStyleInParams)
 	}
-	if meta.RevocationEndpoint != "" {
+	if e.Revocation != "" {
 		called = true
 		f := url.Values{"token": {refreshToken}, "token_type_hint": {"refresh_token"}}
-		ok = a.postForm(ctx, "revocation", meta.RevocationEndpoint, f, meta.authStyle(meta.RevocationAuthMethods)) || ok
+		ok = a.postForm(ctx, "revocation", e.Revocation, f, e.RevocationAuthStyle) || ok
 	}
 	switch {
 	case !called:
@@ -53,32 +46,32 @@ func (a *authRoutes) providerLogout(ctx context.Context, refreshToken string) st
 // and reports a 2xx answer. Failures are logged without the form (it holds
 // secrets).
 func (a *authRoutes) postForm(ctx context.Context, what, endpoint string, form url.Values, style oauth2.AuthStyle) bool {
-	if style == oauth2.AuthStyleInParams || a.cfg.ClientSecret == "" {
-		form.Set("client_id", a.cfg.ClientID)
-		if a.cfg.ClientSecret != "" {
-			form.Set("client_secret", a.cfg.ClientSecret)
+	if style == oauth2.AuthStyleInParams || a.d.ClientSecret == "" {
+		form.Set("client_id", a.d.ClientID)
+		if a.d.ClientSecret != "" {
+			form.Set("client_secret", a.d.ClientSecret)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.HTTPTimeout)
+	ctx, cancel := context.WithTimeout(ctx, a.d.HTTPTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		a.cfg.Logger.Warn("idp: logout: "+what, "error", err)
+		a.d.Logger.Warn("idp: logout: "+what, "error", err)
 		return false
 	}
 	if _, inForm := form["client_id"]; !inForm {
-		req.SetBasicAuth(url.QueryEscape(a.cfg.ClientID), url.QueryEscape(a.cfg.ClientSecret))
+		req.SetBasicAuth(url.QueryEscape(a.d.ClientID), url.QueryEscape(a.d.ClientSecret))
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := a.cfg.HTTPClient.Do(req)
+	resp, err := a.d.HTTPClient.Do(req)
 	if err != nil {
-		a.cfg.Logger.Warn("idp: logout: "+what+": identity provider unreachable", "error", err)
+		a.d.Logger.Warn("idp: logout: "+what+": identity provider unreachable", "error", err)
 		return false
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		a.cfg.Logger.Info("idp: logout: "+what+" refused by the identity provider", "status", resp.StatusCode)
+		a.d.Logger.Info("idp: logout: "+what+" refused by the identity provider", "status", resp.StatusCode)
 		return false
 	}
 	return true
@@ -96,7 +89,7 @@ func (a *authRoutes) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, a.stateCookie(r, "", -1))
-	if a.cfg.TokenLocation == TokenLocationCookie {
+	if a.d.TokenCookie != "" {
 		http.SetCookie(w, a.accessCookie(r, "", -1))
 	}
 	outcome := "skipped"

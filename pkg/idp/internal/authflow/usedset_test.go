@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package idp
+package authflow
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/oauth2"
 )
@@ -38,14 +39,14 @@ func (a *authRoutes) refresh(w http.ResponseWriter, r *http.Request) {
 	}
 	conf, err := a.oauthConfig()
 	if err != nil {
-		writeUnavailable(w, err)
+		a.writeUnavailable(w, err)
 		return
 	}
 	ctx, cancel := a.providerCtx(r.Context())
 	defer cancel()
-	rctx, span := a.p.startSpan(ctx, "idp.token.refresh", trace.SpanKindClient)
+	rctx, end := a.d.StartSpan(ctx, "idp.token.refresh", trace.SpanKindClient)
 	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: *body.RefreshToken}).Token()
-	endSpan(span, err, "the provider refused the refresh token or could not be reached")
+	end(err, "the provider refused the refresh token or could not be reached")
 	if err != nil {
 		a.providerFailure(w, "refresh", err, "the identity provider refused the refresh token")
 		return
@@ -57,8 +58,8 @@ func (a *authRoutes) refresh(w http.ResponseWriter, r *http.Request) {
 	if rawID != "" {
 		// The nonce of the original login is not known here (OIDC Core
 		// §12.2 lets it be absent or repeated); everything else is checked.
-		if _, err := a.verifyIDToken(ctx, rawID, "", tok.AccessToken); err != nil {
-			a.cfg.Logger.Warn("idp: refresh: ID token rejected", "error", err)
+		if _, err := a.d.VerifyIDToken(ctx, rawID, "", tok.AccessToken); err != nil {
+			a.d.Logger.Warn("idp: refresh: ID token rejected", "error", err)
 			writeProblem(w, http.StatusBadGateway, "the identity provider returned an invalid ID token")
 			return
 		}
@@ -68,18 +69,18 @@ func (a *authRoutes) refresh(w http.ResponseWriter, r *http.Request) {
 
 // checkAccessToken verifies a freshly issued access token as Middleware
 // would, so that the routes never hand out a token this service refuses.
-func (a *authRoutes) checkAccessToken(ctx context.Context, w http.ResponseWriter, raw string) (*Identity, bool) {
-	id, err := a.p.verify(ctx, raw)
+func (a *authRoutes) checkAccessToken(ctx context.Context, w http.ResponseWriter, raw string) (Access, bool) {
+	id, err := a.d.VerifyAccess(ctx, raw)
 	switch {
 	case err == nil:
 		return id, true
-	case errors.Is(err, ErrUnavailable):
-		writeUnavailable(w, nil)
+	case errors.Is(err, idperr.ErrUnavailable):
+		a.writeUnavailable(w, nil)
 	default:
-		a.cfg.Logger.Warn("idp: the identity provider issued an access token this service refuses", "error", err)
+		a.d.Logger.Warn("idp: the identity provider issued an access token this service refuses", "error", err)
 		writeProblem(w, http.StatusBadGateway, "the identity provider issued an access token this service does not accept")
 	}
-	return nil, false
+	return Access{}, false
 }
 
 // writeTokens answers the token document, and sets the access-token cookie
@@ -89,7 +90,7 @@ func (a *authRoutes) writeTokens(w http.ResponseWriter, r *http.Request, tok *oa
 	if expiresIn <= 0 && !tok.Expiry.IsZero() {
 		expiresIn = int64(time.Until(tok.Expiry) / time.Second)
 	}
-	if a.cfg.TokenLocation == TokenLocationCookie {
+	if a.d.TokenCookie != "" {
 		maxAge := int(max(expiresIn, 0)) // 0: a session cookie
 		http.SetCookie(w, a.accessCookie(r, tok.AccessToken, maxAge))
 	}
