@@ -102,7 +102,7 @@
 //     cookie LoginStateCookie with Path=prefix, valid for LoginStateTTL and
 //     Secure when the request came over TLS or RedirectURI is https.
 //     return_to must be a relative path on this site ("/reports?x=1"; see
-//     the rules in safeReturnTo), or an absolute URL on a host of
+//     the rules in internal/authflow/returnto.go), or an absolute URL on a host of
 //     Config.AllowedRedirectHosts; it is handed back in the callback's
 //     document for the client to navigate to, never redirected to. On an
 //     app's host (another host than RedirectURI's, allowed by
