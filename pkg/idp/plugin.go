@@ -79,7 +79,10 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
-	redirectURI, _ := url.Parse(cfg.RedirectURI) // validated above
+	redirectURI, err := url.Parse(cfg.RedirectURI) // validated above when the routes are on
+	if err != nil {
+		redirectURI = &url.URL{}
+	}
 	redirects, _ := authflow.CompileRedirectHosts(cfg.AllowedRedirectHosts)
 	p.site = &authflow.Site{RedirectURI: redirectURI, AuthPrefix: cfg.AuthPrefix, Redirects: redirects}
 	if cfg.TracerProvider != nil {
