@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,7 @@ type ClientCredentials struct {
 	renew time.Time
 
 	fetches atomic.Uint64
+	waiting func() // tests: called when a call misses the cache
 }
 
 // NewClientCredentials returns the token source of o.
@@ -90,6 +92,9 @@ func (c *ClientCredentials) TokenContext(ctx context.Context) (*oauth2.Token, er
 	if tok := c.cached(); tok != nil {
 		return tok, nil
 	}
+	if c.waiting != nil {
+		c.waiting()
+	}
 	ch := c.flight.DoChan("", func() (any, error) {
 		if tok := c.cached(); tok != nil {
 			return tok, nil
@@ -104,9 +109,11 @@ func (c *ClientCredentials) TokenContext(ctx context.Context) (*oauth2.Token, er
 		}
 		c.fetches.Add(1)
 		now := c.now()
+		// The oauth2 package dates Expiry by the wall clock: date it by
+		// this one, from expires_in.
 		tok.Expiry = time.Time{}
-		if tok.ExpiresIn > 0 {
-			tok.Expiry = now.Add(time.Duration(tok.ExpiresIn) * time.Second)
+		if in := expiresIn(tok); in > 0 {
+			tok.Expiry, tok.ExpiresIn = now.Add(time.Duration(in)*time.Second), in
 		}
 		c.mu.Lock()
 		c.tok, c.renew = tok, renewAt(tok.Expiry, now, c.margin)
@@ -133,6 +140,25 @@ func (c *ClientCredentials) cached() *oauth2.Token {
 		return c.tok
 	}
 	return nil
+}
+
+// expiresIn is the expires_in of tok's response, 0 when absent or bad.
+func expiresIn(tok *oauth2.Token) int64 {
+	var s string
+	switch v := tok.Extra("expires_in").(type) {
+	case float64:
+		if v > 0 && v < 1<<31 {
+			return int64(v)
+		}
+		return 0
+	case string:
+		s = v
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > 1<<31 {
+		return 0
+	}
+	return n
 }
 
 // Forget drops the cached token: the next Token fetches one (after the

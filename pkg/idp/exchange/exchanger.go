@@ -112,6 +112,7 @@ type Exchanger struct {
 	flight singleflight.Group
 
 	exchanges atomic.Uint64
+	waiting   func() // tests: called when a call misses the cache
 }
 
 // ErrOptions matches New's errors.
@@ -172,11 +173,15 @@ func (e *Exchanger) exchange(ctx context.Context, s Subject, t Target, tkey stri
 	if tok := e.cache.get(key, e.o.Now()); tok != nil {
 		return tok, nil
 	}
+	// A drop (logout) after this point keeps the result out of the cache.
+	gen := e.cache.generation()
+	if e.waiting != nil {
+		e.waiting()
+	}
 	ch := e.flight.DoChan(key, func() (any, error) {
 		if tok := e.cache.get(key, e.o.Now()); tok != nil {
 			return tok, nil // stored by a flight that just ended
 		}
-		gen := e.cache.generation()
 		// The exchange outlives a caller that goes away: the others wait
 		// for it. HTTPClient's timeout bounds it.
 		tok, err := e.post(context.WithoutCancel(ctx), s.Token, t)
