@@ -54,6 +54,13 @@ func (a *authRoutes) backchannelLogout(w http.ResponseWriter, r *http.Request) {
 		writeUnavailable(w, ErrSessionStoreUnavailable)
 		return
 	}
+	if a.cfg.SessionEnded != nil {
+		if lt.sid != "" {
+			a.cfg.SessionEnded(lt.sid, "")
+		} else {
+			a.cfg.SessionEnded("", lt.sub)
+		}
+	}
 	a.cfg.Logger.Info("idp: back-channel logout", "sid", lt.sid, "sub", lt.sub, "sessions_ended", n)
 	w.WriteHeader(http.StatusOK)
 }

@@ -95,6 +95,13 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	} else if storeDown && s == nil {
 		outcome = "pending" // when the session can be read again
 	}
+	if s != nil && a.cfg.SessionEnded != nil {
+		if s.SID != "" {
+			a.cfg.SessionEnded(s.SID, "")
+		} else {
+			a.cfg.SessionEnded("", s.Sub)
+		}
+	}
 	if s != nil {
 		a.cfg.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
 	}

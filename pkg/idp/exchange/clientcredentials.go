@@ -19,9 +19,11 @@ import (
 // ClientCredentialsOptions configure ClientCredentials. Zero values take
 // the defaults in brackets.
 type ClientCredentialsOptions struct {
-	// TokenURL, ClientID and ClientSecret: the provider's token endpoint
-	// and the client whose service account the token is for. Required.
-	TokenURL, ClientID, ClientSecret string
+	// TokenURL or Issuer: as in Options. One of the two is required.
+	TokenURL, Issuer string
+	// ClientID and ClientSecret: the client whose service account the
+	// token is for. Required.
+	ClientID, ClientSecret string
 	// AuthStyle: as Options.AuthStyle. [client_secret_basic]
 	AuthStyle oauth2.AuthStyle
 	// Scopes are the scope parameter's values. [none]
@@ -41,6 +43,7 @@ type ClientCredentialsOptions struct {
 // again by the first caller while the others wait for that one request.
 // It is an oauth2.TokenSource, safe for concurrent use.
 type ClientCredentials struct {
+	ep     *endpoint
 	conf   clientcredentials.Config
 	client *http.Client
 	margin time.Duration
@@ -57,7 +60,7 @@ type ClientCredentials struct {
 
 // NewClientCredentials returns the token source of o.
 func NewClientCredentials(o ClientCredentialsOptions) (*ClientCredentials, error) {
-	if err := checkEndpoint(o.TokenURL, o.ClientID, o.ClientSecret); err != nil {
+	if err := checkClient(o.ClientID, o.ClientSecret); err != nil {
 		return nil, err
 	}
 	if o.AuthStyle == oauth2.AuthStyleAutoDetect {
@@ -66,15 +69,19 @@ func NewClientCredentials(o ClientCredentialsOptions) (*ClientCredentials, error
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
+	ep, err := newEndpoint(o.TokenURL, o.Issuer, o.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	c := &ClientCredentials{client: o.HTTPClient, margin: o.Margin, now: o.Now,
+	c := &ClientCredentials{ep: ep, client: o.HTTPClient, margin: o.Margin, now: o.Now,
 		conf: clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret,
-			TokenURL: o.TokenURL, Scopes: o.Scopes, AuthStyle: o.AuthStyle}}
+			Scopes: o.Scopes, AuthStyle: o.AuthStyle}}
 	if o.Audience != "" {
 		c.conf.EndpointParams = url.Values{"audience": {o.Audience}}
 	}
@@ -100,7 +107,13 @@ func (c *ClientCredentials) TokenContext(ctx context.Context) (*oauth2.Token, er
 			return tok, nil
 		}
 		fctx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, c.client)
-		tok, err := c.conf.Token(fctx)
+		tokenURL, err := c.ep.get(fctx)
+		if err != nil {
+			return nil, err
+		}
+		conf := c.conf
+		conf.TokenURL = tokenURL
+		tok, err := conf.Token(fctx)
 		if err != nil {
 			return nil, classify(err)
 		}

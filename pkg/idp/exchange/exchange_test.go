@@ -414,11 +414,34 @@ func TestExchangeTokenSource(t *testing.T) {
 	}
 }
 
+// TestExchangeDiscoversTheTokenEndpoint: with Issuer, the token endpoint
+// comes from the discovery document.
+func TestExchangeDiscoversTheTokenEndpoint(t *testing.T) {
+	s := newSetup(t)
+	ex, err := New(Options{Issuer: s.srv.Issuer, ClientID: "proxy", ClientSecret: "proxy-secret", Now: s.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ex.Exchange(context.Background(), s.subject("alice"), orders); err != nil {
+		t.Fatal(err)
+	}
+	cc, _ := NewClientCredentials(ClientCredentialsOptions{Issuer: s.srv.Issuer, ClientID: "robot", ClientSecret: "robot-secret"})
+	if _, err := cc.Token(); err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := New(Options{Issuer: s.srv.URL + "/realms/other", ClientID: "proxy", ClientSecret: "proxy-secret"})
+	if _, err := bad.Exchange(context.Background(), s.subject("alice"), orders); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("no discovery: %v", err)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	for _, o := range []Options{
 		{TokenURL: "ftp://x/token", ClientID: "a", ClientSecret: "b"},
 		{TokenURL: "https://x/token", ClientSecret: "b"},
 		{TokenURL: "https://x/token", ClientID: "a"},
+		{ClientID: "a", ClientSecret: "b"},
+		{Issuer: "x", ClientID: "a", ClientSecret: "b"},
 	} {
 		if _, err := New(o); !errors.Is(err, ErrOptions) {
 			t.Errorf("%+v: %v", o, err)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -36,8 +35,13 @@ const (
 // Options configure an Exchanger. Zero values take the defaults in
 // brackets.
 type Options struct {
-	// TokenURL is the provider's token endpoint. Required.
+	// TokenURL is the provider's token endpoint. [discovered from
+	// Issuer]
 	TokenURL string
+	// Issuer is the provider's issuer URL; its discovery document gives
+	// the token endpoint when TokenURL is empty (fetched at the first
+	// exchange, again after a failure). One of the two is required.
+	Issuer string
 	// ClientID and ClientSecret authenticate the exchanging client: token
 	// exchange is for confidential clients (Keycloak refuses public
 	// ones). Required.
@@ -108,6 +112,7 @@ func SubjectOf(id *idp.Identity) Subject {
 // client. It is safe for concurrent use.
 type Exchanger struct {
 	o      Options
+	ep     *endpoint
 	cache  *cache
 	flight singleflight.Group
 
@@ -120,7 +125,7 @@ var ErrOptions = errors.New("exchange: invalid options")
 
 // New returns an Exchanger.
 func New(o Options) (*Exchanger, error) {
-	if err := checkEndpoint(o.TokenURL, o.ClientID, o.ClientSecret); err != nil {
+	if err := checkClient(o.ClientID, o.ClientSecret); err != nil {
 		return nil, err
 	}
 	if o.AuthStyle == oauth2.AuthStyleAutoDetect {
@@ -128,6 +133,10 @@ func New(o Options) (*Exchanger, error) {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+	}
+	ep, err := newEndpoint(o.TokenURL, o.Issuer, o.HTTPClient)
+	if err != nil {
+		return nil, err
 	}
 	if o.Margin == 0 {
 		o.Margin = DefaultMargin
@@ -138,16 +147,12 @@ func New(o Options) (*Exchanger, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Exchanger{o: o, cache: newCache(o.CacheSize)}, nil
+	return &Exchanger{o: o, ep: ep, cache: newCache(o.CacheSize)}, nil
 }
 
-// checkEndpoint reports a token URL that is not absolute http(s), or a
-// client without a secret.
-func checkEndpoint(tokenURL, id, secret string) error {
-	u, err := url.Parse(tokenURL)
+// checkClient reports a client without an ID or a secret.
+func checkClient(id, secret string) error {
 	switch {
-	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-		return errorsJoin(ErrOptions, "TokenURL %q is not an absolute http(s) URL", tokenURL)
 	case id == "":
 		return errorsJoin(ErrOptions, "ClientID is required")
 	case secret == "":

@@ -36,7 +36,11 @@ func (e *Exchanger) post(ctx context.Context, subject string, t Target) (*oauth2
 	if len(t.Scopes) > 0 {
 		form.Set("scope", strings.Join(t.Scopes, " "))
 	}
-	doc, err := postForm(ctx, e.o.HTTPClient, e.o.TokenURL, e.o.ClientID, e.o.ClientSecret, e.o.AuthStyle, form)
+	tokenURL, err := e.ep.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := postForm(ctx, e.o.HTTPClient, tokenURL, e.o.ClientID, e.o.ClientSecret, e.o.AuthStyle, form)
 	if err != nil {
 		return nil, err
 	}
