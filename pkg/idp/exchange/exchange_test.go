@@ -41,7 +41,7 @@ type setup struct {
 	ex  *Exchanger
 }
 
-func newSetup(t *testing.T, edit ...func(*Options)) *setup {
+func newSetup(t testing.TB, edit ...func(*Options)) *setup {
 	t.Helper()
 	clk := newClock()
 	srv := idptest.NewServer(t, idptest.Options{Now: clk.Now, Clients: []idptest.Client{
