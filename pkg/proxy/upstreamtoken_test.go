@@ -332,3 +332,49 @@ func TestExchangeConfigErrors(t *testing.T) {
 		t.Errorf("a valid exchange upstream: %v", err)
 	}
 }
+
+// TestExchangeSignOut: a sign-out of a browser session (GET /auth/logout)
+// reports the session's provider sid (idp.Config.SessionEnded), and the
+// exchanged tokens of that session are dropped.
+func TestExchangeSignOut(t *testing.T) {
+	srv := idptest.NewServer(t, idptest.Options{Clients: []idptest.Client{proxyClient, ordersClient}})
+	srv.SetUser(idptest.User{Username: "alice", RealmRoles: []string{"creator"}})
+	srv.SetClaimsHook(func(typ string, c map[string]any) {
+		if typ == "Bearer" && c["azp"] == "shortener" {
+			c["aud"] = []any{"shortener", "account"} // the realm's audience mapper
+		}
+	})
+	up := newUpstream(t)
+	var px *Proxy
+	ended := make(chan string, 4)
+	px, base := sessionProxy(t, srv, up.URL, func(s *testSetup) {
+		s.Upstream.Credential = CredentialExchange
+		s.Upstream.Audience = "orders-api"
+		s.IDP.SessionEnded = func(sid, sub string) { ended <- sid; px.SessionEnded(sid, sub) }
+	})
+	c := browser(t)
+	resp := navigate(t, c, base+"/app/page")
+	resp = navigate(t, c, base+resp.Header.Get("Location"))
+	resp = navigate(t, c, resp.Header.Get("Location"))
+	navigate(t, c, resp.Header.Get("Location"))
+	if resp := navigate(t, c, base+"/app/page"); resp.StatusCode != 200 {
+		t.Fatalf("the page with the session: %d", resp.StatusCode)
+	}
+	exchanged := strings.TrimPrefix(up.last(t).Header.Get("Authorization"), "Bearer ")
+	sid, _ := claimsOf(t, exchanged)["sid"].(string)
+	if sid == "" || srv.Exchanges() != 1 {
+		t.Fatalf("exchanged token %v, %d exchanges", claimsOf(t, exchanged), srv.Exchanges())
+	}
+	navigate(t, c, base+"/auth/logout")
+	select {
+	case got := <-ended:
+		if got != sid {
+			t.Fatalf("SessionEnded(%q), want the session's sid %q", got, sid)
+		}
+	default:
+		t.Fatal("the sign-out did not report the session's end")
+	}
+	if n := px.exchanger.DropSession(sid); n != 0 {
+		t.Errorf("%d exchanged tokens of the signed-out session still cached", n)
+	}
+}
