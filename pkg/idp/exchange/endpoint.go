@@ -76,11 +76,20 @@ func discover(ctx context.Context, c *http.Client, issuer string) (string, error
 	if resp.StatusCode != http.StatusOK {
 		return "", unavailable(resp, fmt.Errorf("discovery: %s", resp.Status))
 	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return "", unavailable(resp, fmt.Errorf("discovery: %w", err))
+	}
+	return parseDiscovery(body, issuer)
+}
+
+// parseDiscovery reads the token endpoint of issuer's discovery document.
+func parseDiscovery(body []byte, issuer string) (string, error) {
 	var doc struct {
 		Issuer        string `json:"issuer"`
 		TokenEndpoint string `json:"token_endpoint"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes)).Decode(&doc); err != nil {
+	if err := json.Unmarshal(body, &doc); err != nil {
 		return "", unavailable(nil, fmt.Errorf("discovery: %w", err))
 	}
 	if strings.TrimRight(doc.Issuer, "/") != issuer {

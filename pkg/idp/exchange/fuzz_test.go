@@ -32,3 +32,30 @@ func FuzzParseTokenDoc(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseDiscovery: any discovery document gives an absolute http(s)
+// token endpoint of the issuer asked for, or an outage; never a panic.
+func FuzzParseDiscovery(f *testing.F) {
+	const iss = "https://sso.example.com/realms/demo"
+	for _, s := range []string{
+		`{"issuer":"https://sso.example.com/realms/demo","token_endpoint":"https://sso.example.com/realms/demo/protocol/openid-connect/token"}`,
+		`{"issuer":"https://sso.example.com/realms/demo/","token_endpoint":"http://x/t"}`,
+		`{"issuer":"https://evil.example","token_endpoint":"https://x/t"}`,
+		`{"issuer":"https://sso.example.com/realms/demo","token_endpoint":"/token"}`,
+		`{"issuer":1}`, `[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		u, err := parseDiscovery(body, iss)
+		if err != nil {
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("error %v does not match ErrUnavailable", err)
+			}
+			return
+		}
+		if !absoluteHTTP(u) {
+			t.Fatalf("token endpoint %q accepted", u)
+		}
+	})
+}
