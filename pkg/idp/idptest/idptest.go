@@ -9,8 +9,10 @@
 //
 // Beyond discovery, JWKS and client_credentials it serves the
 // authorization-code flow with PKCE (S256 required), refresh tokens with
-// rotation, RFC 7009 revocation and Keycloak's end-session endpoint; see
-// authcode.go and logout.go. Start runs it outside tests, for demos.
+// rotation, RFC 7009 revocation, Keycloak's end-session endpoint and
+// Keycloak's standard token exchange (RFC 8693; Client.StandardTokenExchange,
+// SetExchangeRefusal, SetTokenOutage); see authcode.go, logout.go and
+// exchange.go. Start runs it outside tests, for demos.
 //
 //	idpSrv := idptest.NewServer(t)
 //	p, _ := idp.New(ctx, idp.Config{ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "shortener"})
