@@ -28,6 +28,11 @@
 # issuers and of rules and headers on any claim.
 # idp-origin is idp-repeated with an Origin header on every request, and
 # idp-cors the same with a CORS policy on the route that allows it.
+# idp-exchange is idp-repeated with the upstream's credential exchange
+# (RFC 8693 at bench/provider, audience bench-api): after the first
+# request the exchanged token is cached, so its ratio to idp-repeated is
+# the cost of a cached exchange.
+# INSTR_CASES="idp-repeated idp-exchange" runs only the cases named.
 # idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
 # OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
 # exporting over OTLP/HTTP to bench/otlpsink.
@@ -136,6 +141,12 @@ log:
   level: warn
 EOF
 { cat "$work/idp-proxy.yaml"; printf 'tracing:\n  enabled: true\n'; } >"$work/idp-proxy-traced.yaml"
+# The same proxy exchanging the caller's token for one of bench-api.
+awk '
+	/^  max_idle_conns_per_host:/ { print; print "  credential: exchange"; print "  audience: bench-api"; next }
+	/^  client_id: bench/ { print; print "  client_secret: bench-secret"; next }
+	{ print }
+' "$work/idp-proxy.yaml" >"$work/idp-proxy-exchange.yaml"
 
 # The same proxy in front of 50 apps chosen by host (all the same
 # upstream here): upstreams instead of upstream.url.
@@ -173,6 +184,7 @@ origin=https://app.example.com
 # "host" (repeated, with Host: $host50) or "origin" (repeated, with
 # Origin: $origin).
 measure() {
+	if [ -n "${INSTR_CASES:-}" ] && [[ " $INSTR_CASES " != *" $1 "* ]]; then return 0; fi
 	local name=$1 port=$2 load=$3
 	shift 3
 	GODEBUG=$godebug valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
@@ -243,31 +255,38 @@ measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-prox
 measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml"
 measure idp-origin "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
 measure idp-cors "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy-cors.yaml"
+measure idp-exchange "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-exchange.yaml"
 mapfile -t results <"$work/results"
 # ir_of NAME: the instructions per request of case NAME.
 ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
 base=$(ir_of bare-proxy)
 naiveIR=$(ir_of naive-distinct)
-spans=$(curl -s "http://127.0.0.1:$sink/spans")
-[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
+if [ -n "$(ir_of idp-repeated-traced)" ]; then
+	spans=$(curl -s "http://127.0.0.1:$sink/spans")
+	[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
+fi
+# ratio A B WHAT: A's instructions per request over B's, when both ran.
+ratio() {
+	local a b
+	a=$(ir_of "$1")
+	b=$(ir_of "$2")
+	if [ -n "$a" ] && [ -n "$b" ]; then
+		awk -v a="$a" -v b="$b" -v n1="$1" -v n2="$2" -v w="$3" 'BEGIN { printf "%s / %s: %.3f (%s)\n", n1, n2, a / b, w }'
+	fi
+}
 echo "| case | requests | instructions/request | / bare-proxy | / naive-distinct |"
 echo "|---|---|---|---|---|"
 for r in "${results[@]}"; do
 	read -r name n ir <<<"$r"
-	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="$base" -v nv="$naiveIR" \
-		'BEGIN { printf "| %s | %d | %d | %.3f | %.3f |\n", name, n, ir, ir / b, ir / nv }'
+	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="${base:-0}" -v nv="${naiveIR:-0}" \
+		'BEGIN { printf "| %s | %d | %d | %s | %s |\n", name, n, ir, (b > 0 ? sprintf("%.3f", ir / b) : "-"), (nv > 0 ? sprintf("%.3f", ir / nv) : "-") }'
 done
-rep=$(ir_of idp-repeated)
-hosts=$(ir_of idp-hosts50)
-awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'
-issuers3=$(ir_of idp-issuers3)
-awk -v i="$issuers3" -v r="$rep" 'BEGIN { printf "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)\n", i / r }'
-cors=$(ir_of idp-cors)
-origin=$(ir_of idp-origin)
-awk -v c="$cors" -v o="$origin" 'BEGIN { printf "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)\n", c / o }'
-traced=$(ir_of idp-repeated-traced)
-awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
+echo
+ratio idp-hosts50 idp-repeated "50 upstreams chosen by host vs one upstream"
+ratio idp-issuers3 idp-repeated "three issuers, a claims rule and two claim headers vs one issuer"
+ratio idp-cors idp-origin "a CORS policy on the route vs none, the same requests from an allowed origin"
+ratio idp-repeated-traced idp-repeated "tracing on, every request sampled, vs off"
+ratio idp-exchange idp-repeated "credential exchange, the exchanged token cached, vs forward"
 if [ -n "${INSTR_BASELINE:-}" ]; then
-	bl=$(ir_of "idp-repeated@$INSTR_BASELINE")
-	awk -v r="$rep" -v b="$bl" -v rev="$INSTR_BASELINE" 'BEGIN { printf "idp-repeated / idp-repeated@%s: %.4f\n", rev, r / b }'
+	ratio idp-repeated "idp-repeated@$INSTR_BASELINE" "this revision vs the baseline"
 fi

@@ -97,7 +97,7 @@ func TestInstrRunsWhereValgrindLacksRDTSCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench/instr.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
-	for _, c := range []string{"bare-proxy", "idp-repeated", "idp-distinct", "idp-repeated-traced", "naive-distinct", "idp-hosts50", "idp-issuers3"} {
+	for _, c := range []string{"bare-proxy", "idp-repeated", "idp-distinct", "idp-repeated-traced", "naive-distinct", "idp-hosts50", "idp-issuers3", "idp-exchange"} {
 		if !strings.Contains(stdout, "| "+c+" | 1000 | 12345 |") {
 			t.Errorf("no row for %s (1000 requests, 12345 instructions each):\n%s", c, stdout)
 		}

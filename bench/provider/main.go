@@ -47,7 +47,12 @@ func main() {
 		*nInvalid = *n
 	}
 
-	srv, err := idptest.Start(idptest.Options{Realm: *realm})
+	// The tokens' client may exchange them (credential: exchange, secret
+	// "<client>-secret") for bench-api, and has a service account.
+	srv, err := idptest.Start(idptest.Options{Realm: *realm, Clients: []idptest.Client{
+		{ID: *client, Secret: *client + "-secret", StandardTokenExchange: true, ServiceAccount: true},
+		{ID: "bench-api", Secret: "bench-api-secret"},
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}

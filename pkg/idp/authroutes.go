@@ -95,6 +95,7 @@ func (p *Plugin) newRoutes() http.Handler {
 		VerifyIDToken:     p.verifyIDToken,
 		VerifyLogoutToken: p.verifyLogoutToken,
 		WritePage:         p.answerPage,
+		SessionEnded:      p.cfg.SessionEnded,
 		UnavailableDetail: unavailableDetail,
 	}
 	if p.cfg.TokenLocation == TokenLocationCookie {

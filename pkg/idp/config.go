@@ -219,6 +219,14 @@ type Config struct {
 	// idp.token.refresh for every refresh. A span never carries a token, a
 	// cookie, a query string or a claim value. [nil: no spans, at no cost]
 	TracerProvider trace.TracerProvider
+
+	// SessionEnded is told of every logout the /auth routes carry out, so
+	// that what was derived from the session's tokens (exchanged tokens,
+	// see package exchange) is forgotten with it: a back-channel logout
+	// token's sid (then sub is "") or, naming no sid, its sub; a sign-out
+	// of a session (Session mode), its provider sid, or its sub when it
+	// has none. It must not block. [nil]
+	SessionEnded func(sid, sub string)
 }
 
 // Issuer returns the issuer URL tokens must carry: IssuerURL when set,

@@ -31,6 +31,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if err := cfg.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, cfg.needsClientSecret(ic.ClientSecret)...)
 	for _, p := range ic.ExcludedPaths {
 		if reason := checkPath(p); reason != "" {
 			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "idp.excluded_paths: %q: %s", p, reason))

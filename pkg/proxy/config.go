@@ -96,15 +96,29 @@ type UpstreamConfig struct {
 	StreamTimeout time.Duration `mapstructure:"stream_timeout"`
 	// Credential is what the upstream receives as the caller's
 	// credential: "forward" (the caller's token, as headers.forward_token
-	// says), "none" (identity headers only) or "assertion" (a JWT the
-	// proxy signs for this upstream, see AssertionConfig). With none and
-	// assertion the caller's token reaches the upstream in no header and
-	// no cookie. Upstreams inherit the upstream section's. ["forward"]
+	// says), "none" (identity headers only), "assertion" (a JWT the
+	// proxy signs for this upstream, see AssertionConfig), "exchange"
+	// (a token the provider issues for Audience and Scopes in exchange
+	// for the caller's, RFC 8693) or "client_credentials" (the proxy's
+	// own token for Audience and Scopes, with the caller's identity in
+	// the assertion when assertion keys are configured, and the identity
+	// headers). exchange and client_credentials need idp.client_secret.
+	// With every mode but forward the caller's token reaches the upstream
+	// in no header and no cookie. Upstreams inherit the upstream
+	// section's. ["forward"]
 	Credential string `mapstructure:"credential"`
-	// Audience is the aud of the upstream's assertions (credential
-	// assertion only). [the match pattern's host (and path); the single
-	// upstream's URL]
+	// Audience is the upstream's name at its issuer: the aud of its
+	// assertions (credential assertion, and client_credentials with
+	// assertion keys), the audience parameter of the token exchange
+	// (exchange: with Keycloak, the upstream's client ID) and of the
+	// client-credentials request (which Keycloak ignores: see the
+	// README). [assertion: the match pattern's host (and path), the
+	// single upstream's URL; exchange and client_credentials: none sent]
 	Audience string `mapstructure:"audience"`
+	// Scopes are the scope parameter of the token exchange or the
+	// client-credentials request (exchange and client_credentials only).
+	// [none: the provider's default scopes]
+	Scopes []string `mapstructure:"scopes"`
 }
 
 // Upstream protocols (UpstreamConfig.Protocol).
@@ -284,11 +298,39 @@ func (c Config) validate() error {
 	if err := checkCredential("upstream.credential", c.Upstream.Credential); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Upstream.Audience != "" && c.Upstream.Credential != CredentialAssertion && len(c.Upstreams) == 0 {
-		bad(keys("upstream.audience"), "upstream.audience is the aud of assertions: set upstream.credential: assertion, or remove it")
+	if len(c.Upstreams) == 0 {
+		errs = append(errs, checkTarget("upstream.", c.Upstream)...)
 	}
 	errs = append(errs, c.Assertion.validate(c.usesAssertion())...)
+	if c.assertionOptional() && c.Assertion.IssuerURL != "" && c.Assertion.KeyFile != "" && foldName(c.Assertion.Header) == "authorization" {
+		bad(keys("assertion.header"), "assertion.header Authorization: an upstream's credential (exchange or client_credentials) sends its token there; choose another header")
+	}
 	return errors.Join(errs...)
+}
+
+// upstreamConfigs are the upstreams' settings, inherited; the upstream
+// section alone without upstreams.
+func (c Config) upstreamConfigs() []UpstreamConfig {
+	if len(c.Upstreams) == 0 {
+		return []UpstreamConfig{c.Upstream}
+	}
+	out := make([]UpstreamConfig, len(c.Upstreams))
+	for i, u := range c.Upstreams {
+		out[i] = u.Inherit(c.Upstream)
+	}
+	return out
+}
+
+// assertionOptional reports whether an upstream's credential sends the
+// assertion when assertion keys are configured (client_credentials),
+// or a token in Authorization (exchange, client_credentials).
+func (c Config) assertionOptional() bool {
+	for _, u := range c.upstreamConfigs() {
+		if u.Credential == CredentialClientCredentials || u.Credential == CredentialExchange {
+			return true
+		}
+	}
+	return false
 }
 
 // usesAssertion reports whether an upstream's credential is assertion.

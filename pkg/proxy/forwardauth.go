@@ -205,11 +205,14 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	for _, c := range hr.claims {
 		h[c.name] = []string{""}
 	}
-	if hr.forwardToken {
+	if hr.forwardToken || hr.cred != nil {
 		h["Authorization"] = []string{""}
 	}
 	if v.id != nil {
 		hr.setIdentity(h, v.id, nil)
+	}
+	if hr.cred != nil && !p.verdictCredential(w, orig, hr.cred, v.id) {
+		return // refused or unavailable: answered
 	}
 	w.WriteHeader(http.StatusOK)
 }

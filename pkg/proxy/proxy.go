@@ -18,6 +18,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/exchange"
 )
 
 // Options configure New. Zero values get the defaults in brackets.
@@ -90,6 +91,7 @@ type Proxy struct {
 	probes            []upstreamProbe  // the upstreams /readyz asks, in configuration order
 	issuer            *assertionIssuer // discovery and JWKS of the assertions; nil without
 	issuerRule        *rule
+	exchanger         *exchange.Exchanger // the exchange upstreams'; nil without
 
 	rids requestIDs
 }
@@ -350,11 +352,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	auth := p.servesAuthPath(r.URL.Path)
 	rp, rpCORS, grpc, grpcCORS := p.rp, p.rpCORS, p.grpc, p.grpcCORS
+	cred := p.headers.cred
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
 			rp, rpCORS, grpc, grpcCORS = up.rp, up.rpCORS, up.grpc, up.grpcCORS
+			cred = up.headers.cred
 		case !auth:
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
@@ -399,6 +403,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	if v.id != nil {
 		ctx = idp.NewContext(ctx, v.id) // read by rewrite
+	}
+	if cred != nil && cred.tokens != nil && rp != nil {
+		var ok bool
+		if ctx, v.status, ok = p.withUpstreamToken(ctx, w, r, cred, v.id); !ok {
+			return v
+		}
 	}
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)

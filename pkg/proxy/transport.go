@@ -147,6 +147,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRul
 			h.cred.apply(p, out, id)
 		}
 	}
+	if h.cred != nil && h.cred.tokens != nil {
+		setUpstreamToken(out, pr.In.Context()) // exchange, client_credentials
+	}
 	if p.tracer != nil {
 		p.startUpstreamSpan(pr)
 	}

@@ -105,6 +105,7 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 	ic := c.IDP
 	ic.Logger = rn.log
 	ic.TracerProvider = rn.tp
+	ic.SessionEnded = rn.sessionEnded
 	if ic.Session != nil && f.Session.Store == config.StoreRedis {
 		if rn.sessions == nil || f.Session.RedisURL != rn.sessionsURL {
 			return nil, active{}, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
@@ -142,6 +143,14 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 	return px, active{file: f, ic: ic}, nil
 }
 
+// sessionEnded tells the proxy in service of a logout the plugin carried
+// out (idp.Config.SessionEnded): its exchanged tokens go.
+func (rn *running) sessionEnded(sid, sub string) {
+	if rn.rl != nil {
+		rn.rl.Current().SessionEnded(sid, sub)
+	}
+}
+
 // sameIDP reports whether two plugin configurations are the same but for
 // the Go-only fields a reload does not change.
 func sameIDP(a, b idp.Config) bool {
@@ -149,6 +158,7 @@ func sameIDP(a, b idp.Config) bool {
 		return false
 	}
 	a.Logger, b.Logger, a.HTTPClient, b.HTTPClient, a.Now, b.Now = nil, nil, nil, nil, nil, nil
+	a.SessionEnded, b.SessionEnded = nil, nil
 	a.Pages, b.Pages = nil, nil // compared by what they were made of, above
 	return reflect.DeepEqual(a, b)
 }

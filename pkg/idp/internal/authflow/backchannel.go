@@ -49,6 +49,13 @@ func (a *authRoutes) backchannelLogout(w http.ResponseWriter, r *http.Request) {
 		a.writeUnavailable(w, idperr.ErrSessionStoreUnavailable)
 		return
 	}
+	if a.d.SessionEnded != nil {
+		if lt.SID != "" {
+			a.d.SessionEnded(lt.SID, "")
+		} else {
+			a.d.SessionEnded("", lt.Sub)
+		}
+	}
 	a.d.Logger.Info("idp: back-channel logout", "sid", lt.SID, "sub", lt.Sub, "sessions_ended", n)
 	w.WriteHeader(http.StatusOK)
 }

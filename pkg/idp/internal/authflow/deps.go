@@ -62,6 +62,10 @@ type Deps struct {
 	VerifyIDToken func(ctx context.Context, raw, nonce, accessToken string) (*token.Claims, error)
 	// VerifyLogoutToken verifies a back-channel logout token.
 	VerifyLogoutToken func(ctx context.Context, raw string) (LogoutToken, error)
+	// SessionEnded, when not nil, is told of every logout these routes
+	// carry out (idp.Config.SessionEnded): the sid, or the sub when the
+	// logout names no session.
+	SessionEnded func(sid, sub string)
 	// WritePage answers an error page with the configured pages.
 	WritePage func(w http.ResponseWriter, pg errorpage.Page)
 	// UnavailableDetail, when it returns "", lets the routes' own 503

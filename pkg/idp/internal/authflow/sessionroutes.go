@@ -96,6 +96,13 @@ func (a *authRoutes) sessionLogout(w http.ResponseWriter, r *http.Request) {
 	} else if storeDown && s == nil {
 		outcome = "pending" // when the session can be read again
 	}
+	if s != nil && a.d.SessionEnded != nil {
+		if s.SID != "" {
+			a.d.SessionEnded(s.SID, "")
+		} else {
+			a.d.SessionEnded("", s.Sub)
+		}
+	}
 	if s != nil {
 		a.d.Logger.Info("idp: session ended by logout", "sub", s.Sub, "provider_logout", outcome)
 	}
