@@ -18,7 +18,6 @@ const (
 	CheckAlg        = "alg"         // alg not asymmetric or not allowed (§4.3 step 5)
 	CheckJWK        = "jwk"         // jwk missing, malformed, or not fit for alg (§4.3 step 7)
 	CheckPrivateKey = "private_key" // jwk holds a private member (§4.3 step 7)
-	CheckClaims     = "claims"      // a required claim missing or mistyped (§4.3 step 3)
 	CheckJTI        = "jti"         // jti missing, empty or too long (§4.2, §11.1)
 	CheckHTM        = "htm"         // htm differs from the request method (§4.3 step 8)
 	CheckHTU        = "htu"         // htu differs from the request URI (§4.3 step 9)
