@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -33,6 +34,8 @@ type Plugin struct {
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
 	tracer      trace.Tracer                // nil without Config.TracerProvider
+	dpop        *dpop.Verifier              // proofs of possession (binding.go)
+	dpopAlgs    string                      // the DPoP challenge's algs
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token
@@ -77,6 +80,11 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
+	dv, err := newDPoPVerifier(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dpop: %w", ErrConfig, err)
+	}
+	p.dpop, p.dpopAlgs = dv, algsList(dv)
 	p.redirects, _ = compileRedirectHosts(cfg.AllowedRedirectHosts) // validated above
 	if cfg.TracerProvider != nil {
 		p.tracer = cfg.TracerProvider.Tracer(tracerName)

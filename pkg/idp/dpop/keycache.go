@@ -1,0 +1,34 @@
+package dpop
+
+import "github.com/idp-proxy/idp-proxy/internal/directmap"
+
+// keyCache remembers the proof keys whose signatures verified, by their
+// JWK as sent, so that a client's next proof skips decoding the key,
+// checking its point and hashing its thumbprint. It is direct-mapped:
+// bounded (keyCacheSlots entries) and lock-free; a collision forgets the
+// older key, which is parsed again when it comes back.
+type keyCache struct {
+	t directmap.Table[cachedKey]
+}
+
+type cachedKey struct {
+	jwk string // the JWK as sent: a hit must match it byte for byte
+	key *publicJWK
+}
+
+const keyCacheSlots = 1024
+
+func newKeyCache() *keyCache { return &keyCache{t: directmap.Make[cachedKey](keyCacheSlots)} }
+
+// get returns the key of jwk if it is cached.
+func (c *keyCache) get(jwk []byte) *publicJWK {
+	if e := c.t.Bytes(jwk).Load(); e != nil && e.jwk == string(jwk) {
+		return e.key
+	}
+	return nil
+}
+
+// put caches k as the key of jwk.
+func (c *keyCache) put(jwk []byte, k *publicJWK) {
+	c.t.Bytes(jwk).Store(&cachedKey{jwk: string(jwk), key: k})
+}
