@@ -45,6 +45,8 @@ type verdict struct {
 	// takes no redirect.
 	orig  *http.Request
 	nginx bool
+	// challenge: the proxy's own 401 carries the Bearer challenge.
+	challenge bool
 }
 
 // refused reports whether the request is answered by the proxy.
@@ -69,6 +71,9 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 	}
 	if v.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", allowedMethods)
+	}
+	if v.challenge {
+		w.Header().Set("WWW-Authenticate", p.challenge)
 	}
 	p.plugin.WriteProblem(w, r, v.status, v.detail)
 }
@@ -124,6 +129,22 @@ func (p *Proxy) judge(r *http.Request, auth bool) verdict {
 	rl := p.rules.match(r)
 	if !p.rules.caseSafe(r, rl) {
 		return bad(http.StatusBadRequest, "the path differs only in letter case from a path another rule protects")
+	}
+	if rl.cert != nil {
+		if v := p.checkClientCert(r, rl); v != nil {
+			return *v
+		}
+		if rl.cert.tokenOptional {
+			// Admitted by the certificate; a token is taken as on a
+			// public route.
+			v := verdict{rule: rl, dec: decAllowed}
+			iv := p.authorize(r, rl, nil)
+			if iv.Allowed() {
+				v.id = iv.Identity
+			}
+			v.cookies = iv.Cookies
+			return v
+		}
 	}
 	switch rl.policy {
 	case policyDeny:

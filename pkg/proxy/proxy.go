@@ -77,6 +77,8 @@ type Proxy struct {
 	credentialCookies []string        // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
 	preflightRule     *rule           // CORS preflights let through (Config.SkipAuthPreflight)
 	fa                *forwardAuth    // nil unless Config.ForwardAuth.Enabled
+	certs             *clientCerts    // nil unless Config.ClientCert.Header
+	challenge         string          // the Bearer challenge of the proxy's own 401s
 	verifyRule        *rule           // forward-auth verify requests
 	reserved          reservedCookies // cookies the upstream may not set
 	authPrefix        string          // "" unless include_routes
@@ -147,7 +149,9 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
 		maxBody:  c.cfg.MaxBodyBytes,
 		fa:       c.fa,
+		certs:    c.certs,
 	}
+	p.challenge = bearerChallenge(plugin)
 	p.verifyRule = &rule{index: -1, pattern: "GET " + p.verifyPathOrDefault(), policy: policyPublic,
 		desc: "forward-auth verdicts (forward_auth)", label: "(verify)"}
 	if p.metrics == nil {
@@ -339,6 +343,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	// spelling.
 	r.Host = canonicalHost(r.Host)
 	closeAfterChunked(w, r)
+	if p.certs != nil {
+		var bad *verdict
+		if r, bad = p.takeClientCert(r, p.fa.isVerify(r.URL.Path)); bad != nil {
+			p.refuse(w, r, *bad)
+			return *bad
+		}
+	}
 	if p.fa.isVerify(r.URL.Path) {
 		v := p.serveVerify(w, r)
 		p.answerVerify(w, v)

@@ -34,6 +34,7 @@ type rule struct {
 	label   string // metrics label: the pattern, or a name in parentheses
 	metrics *ruleMetrics
 	cors    *corsPolicy // routes[].cors; nil: none
+	cert    *certRule   // routes[].client_cert; nil: none
 }
 
 func (*rule) ServeHTTP(http.ResponseWriter, *http.Request) {
@@ -90,6 +91,17 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 		if r.cors != nil {
 			rs.cors = true
 			r.desc += " + " + r.cors.desc
+		}
+		var certDesc string
+		if r.cert, certDesc, err = compileCertRule(i, rc); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.cert != nil {
+			r.desc = certDesc + " + " + r.desc
+			if r.cert.tokenOptional {
+				r.desc = certDesc
+			}
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.

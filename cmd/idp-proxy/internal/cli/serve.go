@@ -214,6 +214,10 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	if err != nil {
 		return err
 	}
+	clientAuth, clientCAs, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return fmt.Errorf("idp-proxy: %w", err)
+	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	rn := &running{metrics: proxy.NewMetrics(), log: log}
@@ -343,7 +347,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		TLSCertFile:       cfg.TLS.CertFile,
 		TLSKeyFile:        cfg.TLS.KeyFile,
 		TLSMinVersion:     minTLS,
-		TLSConfig:         acme.tlsConfig(),
+		TLSConfig:         withClientAuth(acme.tlsConfig(), clientAuth, clientCAs),
 		Logger:            log,
 	}, listeners...)
 	if err != nil {
