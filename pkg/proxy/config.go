@@ -158,6 +158,11 @@ type RouteConfig struct {
 	// preflights and sets the CORS headers of its answers. [none: see
 	// Config.SkipAuthPreflight]
 	CORS CORSConfig `mapstructure:"cors" yaml:"cors"`
+	// DPoP is the rule's DPoP mode (RFC 9449): "off" (bearer tokens only),
+	// "allowed" (bearer tokens, and DPoP-bound tokens with their proof) or
+	// "required" (only DPoP-bound tokens with their proof). A token bound
+	// to a key or certificate is checked in every mode. [idp.dpop.mode]
+	DPoP string `mapstructure:"dpop" yaml:"dpop"`
 }
 
 // HeadersConfig names the identity headers sent upstream. An empty name
