@@ -182,7 +182,9 @@ type replayUnavailable struct {
 	err  error
 }
 
-func (e *replayUnavailable) Error() string   { return errReplayUnavailable.Error() + ": " + e.err.Error() }
+func (e *replayUnavailable) Error() string {
+	return errReplayUnavailable.Error() + ": " + e.err.Error()
+}
 func (e *replayUnavailable) Unwrap() []error { return []error{errReplayUnavailable, e.err} }
 
 // replayDetail is the 503's detail.
