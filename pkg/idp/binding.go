@@ -175,10 +175,40 @@ func refusedBinding(check, reason string) error {
 // can be checked for replay: 503.
 var errReplayUnavailable = fmt.Errorf("%w: the DPoP replay cache is unavailable", ErrUnavailable)
 
+// replayUnavailable is the failure of the replay cache named name
+// ("Redis", or "" for an unnamed one).
+type replayUnavailable struct {
+	name string
+	err  error
+}
+
+func (e *replayUnavailable) Error() string {
+	return errReplayUnavailable.Error() + ": " + e.err.Error()
+}
+func (e *replayUnavailable) Unwrap() []error { return []error{errReplayUnavailable, e.err} }
+
+// replayDetail is the 503's detail.
+func replayDetail(err error) string {
+	var ru *replayUnavailable
+	if errors.As(err, &ru) && ru.name != "" {
+		return "the DPoP replay cache (" + ru.name + ") is unavailable; proofs cannot be checked until it is back"
+	}
+	return "the DPoP replay cache is unavailable; proofs cannot be checked until it is back"
+}
+
+// replayName is the name a replay cache gives itself (redisstore's:
+// "Redis").
+func replayName(c dpop.ReplayCache) string {
+	if n, ok := c.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return ""
+}
+
 // proofRefused turns a dpop.Verifier error into this package's.
-func proofRefused(err error) error {
+func (p *Plugin) proofRefused(err error) error {
 	if errors.Is(err, dpop.ErrUnavailable) {
-		return fmt.Errorf("%w: %w", errReplayUnavailable, err)
+		return &replayUnavailable{name: replayName(p.cfg.DPoP.Replay), err: err}
 	}
 	de := &dpop.Error{Code: dpop.CodeInvalidProof, Check: "proof", Reason: "invalid proof"}
 	errors.As(err, &de)
@@ -291,7 +321,7 @@ func (p *Plugin) checkPossession(ctx context.Context, id *Identity, pr *Presenta
 	// before the replay cache: proofs by other keys cannot fill it.
 	if _, err := p.dpop.Verify(ctx, dpop.Request{Method: pr.Method, URL: pr.URL, Proofs: pr.Proofs,
 		AccessToken: pr.Token, JKT: id.cnf.value}); err != nil {
-		return proofRefused(err)
+		return p.proofRefused(err)
 	}
 	return nil
 }

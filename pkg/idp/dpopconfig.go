@@ -68,6 +68,10 @@ func (c Config) validateDPoP(report func(field string, missing bool, format stri
 		report("dpop.mode", false, "dpop.mode: want off, allowed or required")
 	}
 	o := c.dpopOptions()
+	if o.Nonce && o.NonceSecret == nil {
+		report("dpop.nonce", false, "dpop.nonce needs a secret shared by the replicas: set session_secret (the nonces' key is derived from it)")
+		return
+	}
 	o.Replay = noReplay{}
 	if _, err := dpop.NewVerifier(o); err != nil {
 		report("dpop", false, "dpop: %v", err)

@@ -130,7 +130,7 @@ func (v Verdict) Detail() string {
 			return detailSessionStoreUnavailable
 		}
 		if errors.Is(v.Err, errReplayUnavailable) {
-			return "the DPoP replay cache is unavailable; proofs cannot be checked until it is back"
+			return replayDetail(v.Err)
 		}
 		if errors.Is(v.Err, errRefreshUnavailable) {
 			return "the identity provider did not refresh the session's expired access token; retry shortly"

@@ -163,6 +163,11 @@ type RouteConfig struct {
 	// ClientCert requires a verified client certificate matching it, with
 	// a token or instead of one (see ClientCertRule). [none]
 	ClientCert *ClientCertRule `mapstructure:"client_cert" yaml:"client_cert"`
+	// DPoP is the rule's DPoP mode (RFC 9449): "off" (bearer tokens only),
+	// "allowed" (bearer tokens, and DPoP-bound tokens with their proof) or
+	// "required" (only DPoP-bound tokens with their proof). A token bound
+	// to a key or certificate is checked in every mode. [idp.dpop.mode]
+	DPoP string `mapstructure:"dpop" yaml:"dpop"`
 }
 
 // HeadersConfig names the identity headers sent upstream. An empty name

@@ -202,9 +202,12 @@ func (p *Proxy) preflightTarget(r *http.Request) *rule {
 // tracing.
 func (p *Proxy) authorize(r *http.Request, rl *rule, guards []idp.Guard) idp.Verdict {
 	t0 := time.Now()
-	v := p.plugin.Authorize(r, guards...)
+	v := p.plugin.AuthorizeMode(r, p.dpopMode(rl), guards...)
 	if v.Outcome != idp.NoToken {
 		p.metrics.verify.Observe(time.Since(t0).Seconds())
+		if v.Outcome == idp.InvalidToken {
+			p.countPossession(v)
+		}
 	}
 	if p.tracer != nil {
 		p.authorizeSpan(r, rl, v, t0)

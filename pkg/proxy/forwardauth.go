@@ -192,8 +192,17 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	if hr.forwardToken {
 		h["Authorization"] = []string{""}
 	}
+	h[DPoPJKTHeader] = []string{""}
 	if v.id != nil {
 		hr.setIdentity(h, v.id, nil)
+		if jkt := v.id.DPoPThumbprint(); jkt != "" {
+			// The upstream learns the key; the ingress forwards the
+			// client's own Authorization and DPoP headers.
+			h[DPoPJKTHeader] = []string{jkt}
+			if hr.forwardToken && hr.cred == nil {
+				h["Authorization"] = []string{"DPoP " + v.id.Raw}
+			}
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 }
@@ -297,7 +306,7 @@ func originalRequest(r *http.Request) (*http.Request, bool, error) {
 	}
 	orig := (&http.Request{Method: method, URL: u, RequestURI: uri, Host: canonicalHost(host),
 		Header: http.Header{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, RemoteAddr: r.RemoteAddr}).WithContext(r.Context())
-	for _, k := range []string{"Authorization", "Cookie", "Accept", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Origin", "X-Requested-With"} {
+	for _, k := range []string{"Authorization", "Dpop", "Cookie", "Accept", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Origin", "X-Requested-With"} {
 		if v, ok := h[k]; ok {
 			orig.Header[k] = v
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // Options configure New. Zero values get the defaults in brackets.
@@ -71,6 +72,7 @@ type Proxy struct {
 	grpcCORS          *grpcForward           // grpc for the routes with a CORS policy; nil without any
 	ups               *upstreamSet           // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
+	dpopDefault       dpop.Mode // idp.dpop.mode: the rules without routes[].dpop (dpop.go)
 	log               *slog.Logger
 	access            *slog.Logger
 	tokenCookie       string          // the token cookie, removed from forwarded Cookie headers ("" in header mode)
@@ -150,6 +152,8 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		maxBody:  c.cfg.MaxBodyBytes,
 		fa:       c.fa,
 		certs:    c.certs,
+
+		dpopDefault: ic.DPoP.Mode,
 	}
 	p.challenge = bearerChallenge(plugin)
 	p.verifyRule = &rule{index: -1, pattern: "GET " + p.verifyPathOrDefault(), policy: policyPublic,
@@ -318,6 +322,8 @@ func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, 
 	var clause slog.Attr // empty: left out by the handlers
 	if v.idp.Clause != "" {
 		clause = slog.String("clause", v.idp.Clause) // the rule's wording, never token content
+	} else if c := idp.PossessionCheck(v.idp.Err); c != "" {
+		clause = slog.String("dpop_check", c) // the check's name, never the proof or the token
 	}
 	p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
 		slog.String("request_id", rid),

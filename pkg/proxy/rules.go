@@ -35,6 +35,7 @@ type rule struct {
 	metrics *ruleMetrics
 	cors    *corsPolicy // routes[].cors; nil: none
 	cert    *certRule   // routes[].client_cert; nil: none
+	dpop    ruleDPoP    // routes[].dpop (dpop.go)
 }
 
 func (*rule) ServeHTTP(http.ResponseWriter, *http.Request) {
@@ -102,6 +103,9 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 			if r.cert.tokenOptional {
 				r.desc = certDesc
 			}
+		}
+		if r.dpop.set {
+			r.desc += " + dpop " + r.dpop.mode.String()
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.
@@ -200,6 +204,9 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 		return nil, fmt.Errorf("proxy: %s: %w", name, err)
 	}
 	r := &rule{index: i, pattern: match, label: match}
+	if r.dpop, err = compileRuleDPoP(i, name, rc.DPoP); err != nil {
+		return nil, err
+	}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0
 	if rc.Public {

@@ -110,6 +110,9 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 			return nil, active{}, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
 		}
 		ic.Session.Backend = rn.sessions
+		// DPoP proofs are remembered where sessions are: a proof replayed
+		// to another replica is refused there too.
+		ic.DPoP.Replay = rn.sessions.DPoPReplay()
 	}
 	var prev *idp.Plugin
 	if rn.rl != nil {

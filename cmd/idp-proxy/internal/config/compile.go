@@ -219,6 +219,7 @@ func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 		Issuers:           c.trustedIssuers(),
 	}
 	ic.AllowedRedirectHosts = c.AllowedRedirectHosts
+	ic.DPoP = c.DPoP.config(f.Headers.TrustForwarded)
 	if session != "" {
 		ic.SessionSecret = []byte(session)
 	}

@@ -123,6 +123,8 @@ type IDP struct {
 	// AllowedRedirectHosts are the other hosts return_to and rd may name
 	// (idp.Config.AllowedRedirectHosts). [none]
 	AllowedRedirectHosts []string `mapstructure:"allowed_redirect_hosts"`
+	// DPoP is proof of possession for DPoP-bound tokens (see DPoP).
+	DPoP DPoP `mapstructure:"dpop"`
 }
 
 // Server bounds the proxy's listeners.
@@ -217,6 +219,7 @@ func Default() File {
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
 			IssuerName:        id.IssuerName,
+			DPoP:              defaultDPoP(),
 		},
 		DefaultPolicy:    pd.DefaultPolicy,
 		ExtensionMethods: []string{},

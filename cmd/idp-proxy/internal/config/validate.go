@@ -58,6 +58,7 @@ func (f File) validate() error {
 	f.validateACME(bad, missing)
 	f.TLS.validateClientAuth(bad, missing)
 	f.IDP.Claims.validate(bad)
+	f.IDP.DPoP.validate(bad)
 	f.Session.validate(bad, missing)
 	f.ForwardAuth.validate(bad)
 	f.Tracing.validate(bad)
