@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +81,37 @@ func TestClientAuthConfig(t *testing.T) {
 				t.Fatalf("err = %v does not name %s", err, tc.key)
 			}
 		})
+	}
+}
+
+// TestReadmeClientCertSnippet checks the configuration of the README's
+// "Client certificates (mutual TLS)" section (its files exist only where
+// it is deployed: checked as check-config --no-secrets does), and the
+// same with its ingress lines uncommented.
+func TestReadmeClientCertSnippet(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Client certificates (mutual TLS)\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Client certificates (mutual TLS)" section`)
+	}
+	m := yamlBlock.FindStringSubmatch(section)
+	if m == nil {
+		t.Fatal("no YAML block")
+	}
+	ingress := strings.NewReplacer("# client_cert:", "client_cert:", "#   header", "  header", "#   format", "  format", "#   trusted", "  trusted").Replace(m[1])
+	for _, y := range []string{m[1], ingress} {
+		f, err := Load(writeFile(t, "readme.yaml", y), LoadOptions{})
+		if err == nil {
+			_, err = Compile(f, CompileOptions{NoSecrets: true})
+		}
+		if err != nil {
+			t.Fatalf("README client certificate block: %v\n%s", err, y)
+		}
+		if y == ingress && f.ClientCert.Format != "pem" {
+			t.Fatalf("the ingress lines were not read: %+v", f.ClientCert)
+		}
 	}
 }
