@@ -63,9 +63,10 @@ var ErrMalformed = errors.New("clientcert: malformed client certificate header")
 const MaxValueBytes = 32 << 10
 
 // Parse reads the client certificate from a header value in format f. An
-// empty value is no certificate: (nil, nil).
+// empty value, or a placeholder its ingress left unreplaced ("{...}"), is
+// no certificate: (nil, nil).
 func Parse(f Format, value string) (*x509.Certificate, error) {
-	if strings.TrimSpace(value) == "" {
+	if v := strings.TrimSpace(value); v == "" || placeholder(v) {
 		return nil, nil
 	}
 	if len(value) > MaxValueBytes {
@@ -80,6 +81,22 @@ func Parse(f Format, value string) (*x509.Certificate, error) {
 		return ParseBase64DER(value)
 	}
 	return nil, fmt.Errorf("clientcert: unknown format %q", f)
+}
+
+// placeholder reports whether v is a template placeholder left as text:
+// Caddy 2.6 sends "{http.request.tls.client.certificate_der_base64}" when
+// the client gave no certificate. No format's certificate has braces.
+// A placeholder's name is dotted (base64 has no '.').
+func placeholder(v string) bool {
+	if len(v) < 3 || v[0] != '{' || v[len(v)-1] != '}' || !strings.Contains(v, ".") {
+		return false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // ParseFormat checks a format's name.

@@ -65,6 +65,8 @@ func TestParse(t *testing.T) {
 	}{
 		{"empty is no certificate", FormatXFCC, "", nil, ""},
 		{"blank is no certificate", FormatPEM, "  ", nil, ""},
+		{"Caddy's placeholder without a certificate", FormatDER, "{http.request.tls.client.certificate_der_base64}", nil, ""},
+		{"braces around a certificate are no placeholder", FormatDER, "{" + b64 + "}", nil, "not base64"},
 		{"nginx escaped PEM", FormatPEM, escape(pemOf(client)), client, ""},
 		{"PEM with the chain after it", FormatPEM, escape(pemOf(client) + pemOf(other)), client, ""},
 		{"query-style escaping (space as +)", FormatPEM, url.QueryEscape(pemOf(client)), client, ""},
