@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/idp-proxy/idp-proxy/internal/clientcert"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -54,6 +55,35 @@ type clientCerts struct {
 	header  string // canonical
 	format  clientcert.Format
 	trusted []netip.Prefix
+	// parsed are the certificates of the header values seen last, by
+	// value: a client sends the same one on every request, and parsing
+	// it costs some sixty allocations. Emptied when full.
+	mu     sync.RWMutex
+	parsed map[string]*x509.Certificate
+}
+
+// maxParsedCerts bounds clientCerts.parsed.
+const maxParsedCerts = 1024
+
+// parse reads a header value, from the cache when it was read before.
+func (cc *clientCerts) parse(value string) (*x509.Certificate, error) {
+	cc.mu.RLock()
+	c, ok := cc.parsed[value]
+	cc.mu.RUnlock()
+	if ok {
+		return c, nil
+	}
+	c, err := clientcert.Parse(cc.format, value)
+	if err != nil || c == nil {
+		return c, err
+	}
+	cc.mu.Lock()
+	if len(cc.parsed) >= maxParsedCerts {
+		clear(cc.parsed)
+	}
+	cc.parsed[value] = c
+	cc.mu.Unlock()
+	return c, nil
 }
 
 // compileClientCerts checks c; nil without a header.
@@ -68,7 +98,7 @@ func compileClientCerts(c ClientCertConfig) (*clientCerts, error) {
 	if !isToken(c.Header) {
 		errs = append(errs, keyErrorf(keys("client_cert.header"), "client_cert.header %q is not a header name", c.Header))
 	}
-	cc := &clientCerts{header: http.CanonicalHeaderKey(c.Header)}
+	cc := &clientCerts{header: http.CanonicalHeaderKey(c.Header), parsed: map[string]*x509.Certificate{}}
 	switch {
 	case c.Format == "":
 		errs = append(errs, missingKeyf(keys("client_cert.format"), "client_cert.format is required with client_cert.header: xfcc (Envoy), pem (nginx $ssl_client_escaped_cert) or der (Traefik, Caddy)"))
@@ -167,7 +197,7 @@ func (cc *clientCerts) take(r *http.Request, trusted bool) (*http.Request, error
 		}
 		value = strings.Join(vals, ",") // XFCC lines are one list
 	}
-	cert, err := clientcert.Parse(cc.format, value)
+	cert, err := cc.parse(value)
 	if err != nil {
 		return r, fmt.Errorf("the client certificate header %s: %s", cc.header, strings.TrimPrefix(err.Error(), clientcert.ErrMalformed.Error()+": "))
 	}

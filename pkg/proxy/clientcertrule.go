@@ -179,8 +179,12 @@ func normalizeDN(s string) (string, error) {
 // all): "subject", "dns", "uri" or "email".
 func (cr *certRule) match(c *x509.Certificate) string {
 	if cr.subject != "" {
-		if s, err := normalizeDN(c.Subject.String()); err != nil || s != cr.subject {
-			return "subject"
+		// Go writes names as normalizeDN does, but for attribute types
+		// it knows no short name of: normalise only when they differ.
+		if s := c.Subject.String(); s != cr.subject {
+			if n, err := normalizeDN(s); err != nil || n != cr.subject {
+				return "subject"
+			}
 		}
 	}
 	if len(cr.dns) > 0 && !anyMatch(cr.dns, c.DNSNames, matchDNS) {
