@@ -137,7 +137,7 @@ type Server struct {
 	opts      Options
 	hmacKey   []byte // signs JWT refresh tokens, as Keycloak's realm HMAC key
 
-	flow flowState // authorization codes, sessions, refresh tokens
+	flow flowState      // authorization codes, sessions, refresh tokens
 	dpop *dpop.Verifier // the token endpoint's DPoP proofs (bound.go)
 
 	mu      sync.Mutex
