@@ -52,7 +52,11 @@ type memoryReplay struct {
 // most max keys (max <= 0: DefaultReplaySize). When it is full, expired
 // keys are dropped first; if none has expired, Claim fails with
 // ErrReplayFull rather than forget a key that could still be replayed.
-func NewMemoryReplay(max int) ReplayCache {
+func NewMemoryReplay(max int) ReplayCache { return newMemoryReplay(max, time.Now) }
+
+// newMemoryReplay is NewMemoryReplay on the clock now: a Verifier gives
+// its own, so that a test's clock expires its entries.
+func newMemoryReplay(max int, now func() time.Time) *memoryReplay {
 	if max <= 0 {
 		max = DefaultReplaySize
 	}
@@ -60,7 +64,7 @@ func NewMemoryReplay(max int) ReplayCache {
 		max:   max,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		seen:  make(map[[2]uint64]int64),
-		now:   time.Now,
+		now:   now,
 	}
 }
 
@@ -71,10 +75,11 @@ func (m *memoryReplay) Claim(_ context.Context, key string, until time.Time) (bo
 	now := m.now().UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if exp, ok := m.seen[k]; ok && exp > now {
+	exp, ok := m.seen[k]
+	if ok && exp > now {
 		return false, nil
 	}
-	if len(m.seen) >= m.max {
+	if !ok && len(m.seen) >= m.max {
 		if now < m.minUntil {
 			return false, ErrReplayFull
 		}
