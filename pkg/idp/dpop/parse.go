@@ -35,11 +35,13 @@ func parseProof(raw string, in *token.Interner) (*proofJWS, *Error) {
 	if dot1 <= 0 || dot2 == dot1 || dot2 == len(raw)-1 || strings.IndexByte(raw[dot1+1:dot2], '.') >= 0 {
 		return nil, invalid(CheckSyntax, "not a compact JWS of three parts")
 	}
-	// One buffer for the three decoded parts.
+	// One copy of the proof to decode from, one buffer for the three
+	// decoded parts.
+	src := []byte(raw)
 	buf := make([]byte, b64.DecodedLen(dot1)+b64.DecodedLen(dot2-dot1-1)+b64.DecodedLen(len(raw)-dot2-1))
-	header, ok1 := decodeInto(buf, raw[:dot1])
-	payload, ok2 := decodeInto(buf[len(header):], raw[dot1+1:dot2])
-	sig, ok3 := decodeInto(buf[len(header)+len(payload):], raw[dot2+1:])
+	header, ok1 := decodeInto(buf, src[:dot1])
+	payload, ok2 := decodeInto(buf[len(header):], src[dot1+1:dot2])
+	sig, ok3 := decodeInto(buf[len(header)+len(payload):], src[dot2+1:])
 	if !ok1 || !ok2 || !ok3 {
 		return nil, invalid(CheckSyntax, "a part is not canonical base64url")
 	}
@@ -54,11 +56,16 @@ func parseProof(raw string, in *token.Interner) (*proofJWS, *Error) {
 }
 
 // decodeInto decodes the non-empty canonical base64url s into dst.
-func decodeInto(dst []byte, s string) ([]byte, bool) {
-	if s == "" || !isB64(s) {
+func decodeInto(dst, s []byte) ([]byte, bool) {
+	if len(s) == 0 {
 		return nil, false
 	}
-	n, err := b64.Decode(dst, []byte(s))
+	for _, c := range s {
+		if !b64url[c] {
+			return nil, false
+		}
+	}
+	n, err := b64.Decode(dst, s)
 	return dst[:n:n], err == nil
 }
 

@@ -103,11 +103,16 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		}
 		return Proof{}, invalid(CheckAlg, "alg not allowed")
 	}
-	// Step 7: a public key fit for alg (the key may come from the cache
-	// of keys whose signatures verified before).
 	if p.jwk == nil {
 		return Proof{}, invalid(CheckJWK, "no jwk header")
 	}
+	// Step 3: the required claims, then steps 8 to 12 but the signature:
+	// all cheaper than decoding the key.
+	if err := v.checkClaims(p, r); err != nil {
+		return Proof{}, err
+	}
+	// Step 7: a public key fit for alg (from the cache of keys whose
+	// signatures verified before, or parsed).
 	key := v.keys.get(p.jwk)
 	cached := key != nil
 	if !cached {
@@ -117,10 +122,6 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 	}
 	if !key.fitsAlg(p.alg) {
 		return Proof{}, invalid(CheckJWK, "jwk does not fit alg")
-	}
-	// Step 3: the required claims, then steps 8 to 12 but the signature.
-	if err := v.checkClaims(p, r); err != nil {
-		return Proof{}, err
 	}
 	// The cnf.jkt binding (step 12), when the caller gave it, before the
 	// signature: proofs by any other key are refused for a hash.
