@@ -58,6 +58,28 @@ func TestMemoryReplay_FullFailsClosed(t *testing.T) {
 	}
 }
 
+// A key claimed again after it expired gets a later expiry; the cache
+// then still knows that nothing else has expired, and fails closed.
+func TestMemoryReplay_FullAfterReclaim(t *testing.T) {
+	now := testNow
+	m := newMemoryReplay(2, func() time.Time { return now })
+	claim := func(key string, ttl time.Duration) (bool, error) {
+		return m.Claim(context.Background(), key, now.Add(ttl))
+	}
+	_, _ = claim("a", time.Second)
+	_, _ = claim("b", time.Minute)
+	now = now.Add(2 * time.Second)
+	if first, err := claim("a", time.Minute); !first || err != nil {
+		t.Fatalf("an expired key claimed again: %v %v", first, err)
+	}
+	if _, err := claim("c", time.Minute); !errors.Is(err, ErrReplayFull) {
+		t.Fatalf("a cache full of unexpired keys answered %v, want ErrReplayFull", err)
+	}
+	if len(m.seen) != 2 {
+		t.Fatalf("%d entries, want at most 2", len(m.seen))
+	}
+}
+
 // The memory of a full cache of DefaultReplaySize entries, per entry.
 func TestMemoryReplay_BytesPerEntry(t *testing.T) {
 	if testing.Short() {

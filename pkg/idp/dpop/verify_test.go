@@ -266,14 +266,17 @@ func asn1Sig(t *testing.T, s string) string {
 // a private key".
 func TestVerify_RFC9449_4_3_7_PublicKeyOnly(t *testing.T) {
 	v := newTestVerifier(t, Options{})
-	ec := key("P-256").(*ecdsa.PrivateKey)
+	ecD, err := key("P-256").(*ecdsa.PrivateKey).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
 	rk := key("RSA").(*rsa.PrivateKey)
 	enc := func(b *big.Int) string { return base64.RawURLEncoding.EncodeToString(b.Bytes()) }
 	for name, c := range map[string]struct {
 		keyName, alg string
 		extra        map[string]string
 	}{
-		"EC d":   {"P-256", "ES256", map[string]string{"d": enc(ec.D)}},
+		"EC d":   {"P-256", "ES256", map[string]string{"d": base64.RawURLEncoding.EncodeToString(ecD)}},
 		"RSA d":  {"RSA", "RS256", map[string]string{"d": enc(rk.D)}},
 		"RSA p":  {"RSA", "RS256", map[string]string{"p": enc(rk.Primes[0])}},
 		"RSA qi": {"RSA", "RS256", map[string]string{"qi": enc(rk.Precomputed.Qinv)}},
@@ -448,6 +451,18 @@ func TestVerify_RFC9449_4_3_10_Nonce(t *testing.T) {
 	}
 	now = now.Add(DefaultNonceLifetime / 2)
 	wantRefused(t, verify(a, n), CodeUseNonce, CheckNonce)
+	// A replica whose clock runs ahead hands out the next period's nonce:
+	// accepted within the leeway of that period's start, not before.
+	period := DefaultNonceLifetime / 2
+	start := time.Unix(0, now.UnixNano()/int64(period)*int64(period))
+	ahead := newTestVerifier(t, Options{Nonce: true, NonceSecret: secret, Now: func() time.Time { return start.Add(period) }})
+	next := ahead.Nonce()
+	now = start.Add(period - DefaultLeeway)
+	if err := verify(a, next); err != nil {
+		t.Fatalf("the next period's nonce within the leeway: %v", err)
+	}
+	now = start.Add(period - DefaultLeeway - time.Second)
+	wantRefused(t, verify(a, next), CodeUseNonce, CheckNonce)
 	// Without Options.Nonce a nonce is not required (nor checked).
 	if err := verify(newTestVerifier(t, Options{Now: clock}), nil); err != nil {
 		t.Fatal(err)
