@@ -504,11 +504,11 @@ func TestVerify_RFC9449_4_3_11_IAT(t *testing.T) {
 	}
 }
 
-// RFC 9449 §4.3 step 11 and §11.1: a proof (its jti, for its key) is
+// RFC 9449 §11.1 (and §4.3 step 11): a proof (its jti, for its key) is
 // accepted once within the window; the replay cache keeps it until
 // iat+MaxAge+Leeway, and is touched only by proofs whose signature
 // verified.
-func TestVerify_RFC9449_4_3_11_Replay(t *testing.T) {
+func TestVerify_RFC9449_11_1_Replay(t *testing.T) {
 	rc := &countingReplay{}
 	v := newTestVerifier(t, Options{Replay: rc})
 	proof := defaultParts().encode(t)
