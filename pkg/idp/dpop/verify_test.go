@@ -427,7 +427,9 @@ func TestVerify_RFC9449_4_3_10_Nonce(t *testing.T) {
 		_, err := v.Verify(ctx, testRequest(p.encode(t)))
 		return err
 	}
-	wantRefused(t, verify(a, nil), CodeUseNonce, CheckNonce)
+	if e := new(Error); !errors.As(verify(a, nil), &e) || e.Code != CodeUseNonce || e.Reason != "nonce missing" {
+		t.Fatalf("without a nonce: %v", e)
+	}
 	wantRefused(t, verify(a, "made-up"), CodeUseNonce, CheckNonce)
 	if !errors.Is(verify(a, nil), ErrUseNonce) {
 		t.Fatal("a missing nonce does not match ErrUseNonce")
@@ -580,10 +582,12 @@ func TestVerify_RFC9449_4_3_12_ATH(t *testing.T) {
 	delete(missing.claims, "ath")
 	wrong := defaultParts()
 	wrong.claims["ath"] = AccessTokenHash("another token")
-	for name, proof := range map[string]string{"missing": missing.encode(t), "wrong": wrong.encode(t)} {
+	for reason, proof := range map[string]string{
+		"ath missing": missing.encode(t), "ath is not the hash of the access token": wrong.encode(t),
+	} {
 		_, err := v.Verify(ctx, testRequest(proof))
-		if e := new(Error); !errors.As(err, &e) || e.Check != CheckATH {
-			t.Errorf("%s: err = %v, want an ath refusal", name, err)
+		if e := new(Error); !errors.As(err, &e) || e.Check != CheckATH || e.Reason != reason {
+			t.Errorf("err = %v, want the ath refusal %q", err, reason)
 		}
 	}
 	// To a token endpoint (no access token) ath is not required.
