@@ -19,7 +19,7 @@ func FuzzParseProof(f *testing.F) {
 	f.Add("eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7fX0.e30.AA")
 	v := newTestVerifier(f, Options{Now: func() time.Time { return time.Unix(1562262616, 0) }})
 	f.Fuzz(func(t *testing.T, raw string) {
-		if p, err := parseProof(raw, v.names); err == nil && p.signingInput == "" {
+		if p, err := parseProof(raw, v.names, v.headers); err == nil && p.signingInput == "" {
 			t.Fatal("parsed without a signing input")
 		}
 		p, err := v.Verify(ctx, Request{Method: "POST", URL: "https://server.example.com/token", Proofs: []string{raw}})

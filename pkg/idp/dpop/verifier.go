@@ -16,10 +16,10 @@ import (
 
 // Verifier checks DPoP proofs. It is safe for concurrent use.
 type Verifier struct {
-	o     Options
-	algs  map[string]bool
-	keys  *keyCache
-	nonce *nonces // nil: no server nonces
+	o       Options
+	algs    map[string]bool
+	headers *headerCache
+	nonce   *nonces // nil: no server nonces
 	// names interns the member names and the recurring claim values
 	// (htm, htu) of proofs, so that reading them allocates nothing.
 	names *token.Interner
@@ -31,7 +31,7 @@ func NewVerifier(o Options) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Verifier{o: o, algs: map[string]bool{}, keys: newKeyCache(), names: token.NewInterner()}
+	v := &Verifier{o: o, algs: map[string]bool{}, headers: newHeaderCache(), names: token.NewInterner()}
 	for _, a := range o.Algorithms {
 		v.algs[a] = true
 	}
@@ -88,7 +88,7 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		return Proof{}, invalid(CheckSize, "proof too large")
 	}
 	// Step 2: a well-formed JWT.
-	p, perr := parseProof(raw, v.names)
+	p, perr := parseProof(raw, v.names, v.headers)
 	if perr != nil {
 		return Proof{}, perr
 	}
@@ -103,7 +103,7 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		}
 		return Proof{}, invalid(CheckAlg, "alg not allowed")
 	}
-	if p.jwk == nil {
+	if p.key == nil && p.jwk == nil {
 		return Proof{}, invalid(CheckJWK, "no jwk header")
 	}
 	// Step 3: the required claims, then steps 8 to 12 but the signature:
@@ -111,10 +111,9 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 	if err := v.checkClaims(p, r); err != nil {
 		return Proof{}, err
 	}
-	// Step 7: a public key fit for alg (from the cache of keys whose
-	// signatures verified before, or parsed).
-	key := v.keys.get(p.jwk)
-	cached := key != nil
+	// Step 7: a public key fit for alg (from a header whose signature
+	// verified before, or parsed).
+	key, cached := p.key, p.key != nil
 	if !cached {
 		if key, perr = parseJWK(p.jwk); perr != nil {
 			return Proof{}, perr
@@ -133,7 +132,7 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		return Proof{}, invalid(CheckSignature, "signature does not verify with jwk")
 	}
 	if !cached {
-		v.keys.put(p.jwk, key)
+		v.headers.put(&cachedHeader{segment: p.headerSegment, alg: p.alg, typ: p.typ, key: key})
 	}
 	// Step 11 (§11.1): a jti seen once within the window, remembered
 	// until no clock could accept the proof again.

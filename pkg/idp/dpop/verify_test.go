@@ -216,8 +216,27 @@ func TestNewVerifier_RFC9449_4_3_5_AsymmetricOnly(t *testing.T) {
 // RFC 9449 §4.3 step 6: "the JWT signature verifies with the public key
 // contained in the jwk JOSE Header Parameter".
 func TestVerify_RFC9449_4_3_6_Signature(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new header", true: "known header"}[warm], func(t *testing.T) {
+			testSignature(t, warm)
+		})
+	}
+}
+
+// testSignature refuses bad signatures; warm: after a valid proof with
+// the same header (and key) was verified and its header cached.
+func testSignature(t *testing.T, warm bool) {
 	v := newTestVerifier(t, Options{})
 	good := defaultParts().encode(t)
+	if warm {
+		for _, c := range []struct{ key, alg string }{{"P-256", "ES256"}, {"RSA", "RS256"}, {"RSA", "PS256"}, {"Ed25519", "EdDSA"}} {
+			p := defaultParts().withKey(c.key, c.alg)
+			p.claims["jti"] = "warm-up " + c.alg
+			if _, err := v.Verify(ctx, testRequest(p.encode(t))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	parts := strings.Split(good, ".")
 	tampered := defaultParts()
 	tampered.claims["jti"] = "jti-2"
