@@ -32,8 +32,9 @@ func benchProofs(b *testing.B, keyName, alg string, n int) []string {
 	return proofs
 }
 
-// BenchmarkVerify is the whole of Verify for a client whose key is
-// cached (its second proof on): parse, every check, the signature, and a
+// BenchmarkVerify is the whole of Verify for a client whose header (and
+// key) is cached, its second proof on: parse, every check, the signature,
+// and a
 // replay cache that says "first" (alwaysFirst; the memory cache's own
 // cost is BenchmarkVerify/ES256-memory-replay and BenchmarkMemoryReplay).
 func BenchmarkVerify(b *testing.B) {
@@ -145,8 +146,8 @@ func BenchmarkSignature(b *testing.B) {
 	}
 }
 
-// BenchmarkParseJWK is what the key cache saves on each proof of a
-// known key.
+// BenchmarkParseJWK is part of what the header cache saves on each
+// proof of a known client.
 func BenchmarkParseJWK(b *testing.B) {
 	for _, c := range benchAlgs[:2] {
 		b.Run(c.key, func(b *testing.B) {
