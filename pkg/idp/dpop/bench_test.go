@@ -34,9 +34,9 @@ func benchProofs(b *testing.B, keyName, alg string, n int) []string {
 
 // BenchmarkVerify is the whole of Verify for a client whose header (and
 // key) is cached, its second proof on: parse, every check, the signature,
-// and a
-// replay cache that says "first" (alwaysFirst; the memory cache's own
-// cost is BenchmarkVerify/ES256-memory-replay and BenchmarkMemoryReplay).
+// and a replay cache that says "first" (alwaysFirst; the memory cache's
+// own cost is BenchmarkVerify/ES256-memory-replay and
+// BenchmarkMemoryReplay).
 func BenchmarkVerify(b *testing.B) {
 	for _, c := range benchAlgs {
 		b.Run(c.alg, func(b *testing.B) {
