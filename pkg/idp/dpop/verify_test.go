@@ -651,6 +651,9 @@ func TestNewProof_AlgFitsKey(t *testing.T) {
 	if _, err := NewProof(key("P-256"), ProofParams{Method: "GET", URL: testURL, Alg: "RS256"}); err == nil {
 		t.Fatal("NewProof signed RS256 with an EC key")
 	}
+	if _, err := NewProof(key("P-256"), ProofParams{URL: testURL}); err == nil {
+		t.Fatal("NewProof made a proof without a method")
+	}
 	proof, err := NewProof(key("P-384"), ProofParams{Method: "GET", URL: testURL + "?q#f", IssuedAt: testNow})
 	if err != nil {
 		t.Fatal(err)
