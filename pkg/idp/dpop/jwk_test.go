@@ -112,4 +112,3 @@ func TestVerify_CachedKeyStillFitsAlg(t *testing.T) {
 	_, err := v.Verify(ctx, testRequest(p.encode(t)))
 	wantRefused(t, err, CodeInvalidProof, CheckJWK)
 }
-
