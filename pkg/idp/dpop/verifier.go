@@ -139,7 +139,7 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 	iat := numericTime(p.iat)
 	first, err := v.o.Replay.Claim(ctx, replayKey(key.jkt, p.jti), iat.Add(v.o.MaxAge+v.o.Leeway))
 	if err != nil {
-		return Proof{}, fmt.Errorf("dpop: replay cache: %w: %w", ErrUnavailable, err)
+		return Proof{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !first {
 		return Proof{}, invalid(CheckReplay, "proof replayed")
