@@ -52,8 +52,9 @@ func (p *Proxy) dpopMode(rl *rule) dpop.Mode {
 }
 
 // forwardProof sets the upstream request's DPoP headers for the allowed
-// identity id: the thumbprint header, and the client's proof with its
-// Authorization when the token is forwarded.
+// identity id (or a forward-auth verdict's, which the ingress copies): the
+// thumbprint header, and the client's proof (in) with its Authorization
+// when the token is forwarded.
 func (h *headerRules) forwardProof(out, in http.Header, id *idp.Identity) {
 	jkt := id.DPoPThumbprint()
 	if jkt == "" {

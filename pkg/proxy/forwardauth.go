@@ -192,17 +192,10 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	if hr.forwardToken {
 		h["Authorization"] = []string{""}
 	}
-	h[DPoPJKTHeader] = []string{""}
+	h[DPoPJKTHeader], h["Dpop"] = []string{""}, []string{""}
 	if v.id != nil {
 		hr.setIdentity(h, v.id, nil)
-		if jkt := v.id.DPoPThumbprint(); jkt != "" {
-			// The upstream learns the key; the ingress forwards the
-			// client's own Authorization and DPoP headers.
-			h[DPoPJKTHeader] = []string{jkt}
-			if hr.forwardToken && hr.cred == nil {
-				h["Authorization"] = []string{"DPoP " + v.id.Raw}
-			}
-		}
+		hr.forwardProof(h, orig.Header, v.id) // the ingress copies them as the identity headers
 	}
 	w.WriteHeader(http.StatusOK)
 }

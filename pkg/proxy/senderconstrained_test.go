@@ -141,7 +141,11 @@ func TestDPoPProofChecksThroughProxy_RFC9449_4_3(t *testing.T) {
 	badSig := good()
 	badSig = badSig[:len(badSig)-4] + "AAAA"
 	withD := publicJWK(s.key.Key)
-	withD["d"] = base64.RawURLEncoding.EncodeToString(s.key.Key.D.Bytes())
+	d, err := s.key.Key.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withD["d"] = base64.RawURLEncoding.EncodeToString(d)
 	for _, tc := range []struct {
 		name   string
 		proofs []string

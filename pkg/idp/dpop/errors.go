@@ -26,7 +26,7 @@ const (
 	CheckJKT        = "jkt"         // the key is not Request.JKT (§4.3 step 12, the cnf.jkt binding)
 	CheckNonce      = "nonce"       // nonce missing, malformed or stale (§4.3 step 10, §9)
 	CheckSignature  = "signature"   // the signature does not verify with jwk (§4.3 step 6)
-	CheckReplay     = "replay"      // jti seen before within the window (§4.3 step 11, §11.1)
+	CheckReplay     = "replay"      // jti seen before within the window (§11.1)
 )
 
 var (

@@ -73,16 +73,21 @@ func (n *nonces) around(now time.Time) *nonceSet {
 // current returns the nonce of the period of now.
 func (n *nonces) current(now time.Time) string { return n.around(now).values[1] }
 
-// valid reports whether nonce is accepted at now: made for a period that
-// started no later than now+leeway, and at most a lifetime before now.
+// valid reports whether nonce is accepted at now: the nonce of the
+// current period or of the one before (so at most a lifetime old), or of
+// the next one if it starts within leeway (a replica whose clock runs a
+// little ahead made it).
 func (n *nonces) valid(nonce string, now time.Time, leeway time.Duration) bool {
 	s := n.around(now)
 	for i, v := range s.values {
 		if len(nonce) != len(v) || subtle.ConstantTimeCompare([]byte(nonce), []byte(v)) != 1 {
 			continue
 		}
-		start := time.Unix(0, (s.period-1+int64(i))*int64(n.half))
-		return !start.After(now.Add(leeway)) && now.Before(start.Add(n.lifetime))
+		if i < 2 {
+			return true
+		}
+		next := time.Unix(0, (s.period+1)*int64(n.half))
+		return !next.After(now.Add(leeway))
 	}
 	return false
 }

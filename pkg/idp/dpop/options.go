@@ -56,7 +56,9 @@ type Options struct {
 	// DefaultNonceLifetime. Nonce returns a new value every lifetime/2.
 	NonceLifetime time.Duration
 	// Replay remembers the proofs seen; nil: a NewMemoryReplay of
-	// DefaultReplaySize entries, which is right for one replica only.
+	// DefaultReplaySize entries on the clock Now, which is right for one
+	// replica only (replicas must share a cache, or a proof replayed to
+	// another replica passes).
 	Replay ReplayCache
 	// MaxProofBytes bounds the DPoP header value; zero:
 	// DefaultMaxProofBytes.
@@ -109,11 +111,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxProofBytes == 0 {
 		o.MaxProofBytes = DefaultMaxProofBytes
 	}
-	if o.Replay == nil {
-		o.Replay = NewMemoryReplay(DefaultReplaySize)
-	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Replay == nil {
+		o.Replay = newMemoryReplay(DefaultReplaySize, o.Now)
 	}
 	return o, nil
 }

@@ -12,10 +12,12 @@ import (
 // proofJWS is a DPoP proof split, decoded and read, not yet checked
 // against a request or verified.
 type proofJWS struct {
-	alg, typ     string
-	jwk          []byte // the jwk header, raw JSON; nil when absent
-	signingInput string
-	sig          []byte
+	alg, typ      string
+	jwk           []byte     // the jwk header, raw JSON; nil when absent or key is set
+	key           *publicJWK // the jwk's key, when the header was known
+	headerSegment string     // the header as sent, base64url
+	signingInput  string
+	sig           []byte
 
 	jti, htm, htu, ath, nonce string
 	hasATH, hasNonce          bool
@@ -29,22 +31,40 @@ type proofJWS struct {
 // member twice (in any nested object either), the members read of the
 // JSON type RFC 9449 §4.2 gives them, no crit (RFC 7515 §4.1.11: this
 // verifier understands no extension). Names go through in (may be nil).
-func parseProof(raw string, in *token.Interner) (*proofJWS, *Error) {
+// A header found in known (may be nil) is taken from there, with its key,
+// instead of being decoded again.
+func parseProof(raw string, in *token.Interner, known *headerCache) (*proofJWS, *Error) {
 	dot1 := strings.IndexByte(raw, '.')
 	dot2 := strings.LastIndexByte(raw, '.')
 	if dot1 <= 0 || dot2 == dot1 || dot2 == len(raw)-1 || strings.IndexByte(raw[dot1+1:dot2], '.') >= 0 {
 		return nil, invalid(CheckSyntax, "not a compact JWS of three parts")
 	}
-	// One buffer for the three decoded parts.
-	buf := make([]byte, b64.DecodedLen(dot1)+b64.DecodedLen(dot2-dot1-1)+b64.DecodedLen(len(raw)-dot2-1))
-	header, ok1 := decodeInto(buf, raw[:dot1])
-	payload, ok2 := decodeInto(buf[len(header):], raw[dot1+1:dot2])
-	sig, ok3 := decodeInto(buf[len(header)+len(payload):], raw[dot2+1:])
+	p := &proofJWS{headerSegment: raw[:dot1], signingInput: raw[:dot2]}
+	var cached *cachedHeader
+	if known != nil {
+		cached = known.get(p.headerSegment)
+	}
+	// One copy of the proof to decode from, one buffer for the decoded
+	// parts.
+	src := []byte(raw)
+	hlen := 0
+	if cached == nil {
+		hlen = b64.DecodedLen(dot1)
+	}
+	buf := make([]byte, hlen+b64.DecodedLen(dot2-dot1-1)+b64.DecodedLen(len(raw)-dot2-1))
+	header, ok1 := []byte(nil), true
+	if cached == nil {
+		header, ok1 = decodeInto(buf, src[:dot1])
+	}
+	payload, ok2 := decodeInto(buf[len(header):], src[dot1+1:dot2])
+	sig, ok3 := decodeInto(buf[len(header)+len(payload):], src[dot2+1:])
 	if !ok1 || !ok2 || !ok3 {
 		return nil, invalid(CheckSyntax, "a part is not canonical base64url")
 	}
-	p := &proofJWS{signingInput: raw[:dot2], sig: sig}
-	if err := p.readHeader(header, in); err != nil {
+	p.sig = sig
+	if cached != nil {
+		p.alg, p.typ, p.key = cached.alg, cached.typ, cached.key
+	} else if err := p.readHeader(header, in); err != nil {
 		return nil, err
 	}
 	if err := p.readClaims(payload, in); err != nil {
@@ -54,11 +74,16 @@ func parseProof(raw string, in *token.Interner) (*proofJWS, *Error) {
 }
 
 // decodeInto decodes the non-empty canonical base64url s into dst.
-func decodeInto(dst []byte, s string) ([]byte, bool) {
-	if s == "" || !isB64(s) {
+func decodeInto(dst, s []byte) ([]byte, bool) {
+	if len(s) == 0 {
 		return nil, false
 	}
-	n, err := b64.Decode(dst, []byte(s))
+	for _, c := range s {
+		if !b64url[c] {
+			return nil, false
+		}
+	}
+	n, err := b64.Decode(dst, s)
 	return dst[:n:n], err == nil
 }
 

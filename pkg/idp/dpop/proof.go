@@ -33,6 +33,9 @@ type ProofParams struct {
 // *rsa.PrivateKey or ed25519.PrivateKey, or any crypto.Signer whose
 // public key is one of those).
 func NewProof(key crypto.Signer, p ProofParams) (string, error) {
+	if p.Method == "" || p.URL == "" {
+		return "", fmt.Errorf("dpop: a proof needs the request's method and URL")
+	}
 	pub := key.Public()
 	jwk, err := canonicalJWK(pub)
 	if err != nil {

@@ -11,9 +11,13 @@ import (
 )
 
 // DefaultReplaySize is the number of proofs NewMemoryReplay remembers when
-// Options.Replay is nil. A proof is remembered for MaxAge+2×Leeway at
-// most (70 s by default), so it serves about 1,400 proofs a second
-// sustained; TestMemoryReplayBytesPerEntry reports its memory (a few MB).
+// Options.Replay is nil. A proof is remembered until its iat+MaxAge+Leeway
+// (65 s by default, 70 s at most), so the cache serves about 1,500
+// accepted proofs a second, sustained; beyond that it fails closed
+// (ErrReplayFull, which Verify wraps in ErrUnavailable). It takes about
+// 35 bytes an entry, 3.5 MB full (TestMemoryReplay_BytesPerEntry logs
+// it). Only proofs whose signature verified, by the key the token names
+// when Request.JKT is set, take an entry.
 const DefaultReplaySize = 100_000
 
 // ErrReplayFull is the error of a memory replay cache that is full of
@@ -52,7 +56,11 @@ type memoryReplay struct {
 // most max keys (max <= 0: DefaultReplaySize). When it is full, expired
 // keys are dropped first; if none has expired, Claim fails with
 // ErrReplayFull rather than forget a key that could still be replayed.
-func NewMemoryReplay(max int) ReplayCache {
+func NewMemoryReplay(max int) ReplayCache { return newMemoryReplay(max, time.Now) }
+
+// newMemoryReplay is NewMemoryReplay on the clock now: a Verifier gives
+// its own, so that a test's clock expires its entries.
+func newMemoryReplay(max int, now func() time.Time) *memoryReplay {
 	if max <= 0 {
 		max = DefaultReplaySize
 	}
@@ -60,7 +68,7 @@ func NewMemoryReplay(max int) ReplayCache {
 		max:   max,
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 		seen:  make(map[[2]uint64]int64),
-		now:   time.Now,
+		now:   now,
 	}
 }
 
@@ -71,10 +79,11 @@ func (m *memoryReplay) Claim(_ context.Context, key string, until time.Time) (bo
 	now := m.now().UnixNano()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if exp, ok := m.seen[k]; ok && exp > now {
+	exp, ok := m.seen[k]
+	if ok && exp > now {
 		return false, nil
 	}
-	if len(m.seen) >= m.max {
+	if !ok && len(m.seen) >= m.max {
 		if now < m.minUntil {
 			return false, ErrReplayFull
 		}

@@ -16,10 +16,10 @@ import (
 
 // Verifier checks DPoP proofs. It is safe for concurrent use.
 type Verifier struct {
-	o     Options
-	algs  map[string]bool
-	keys  *keyCache
-	nonce *nonces // nil: no server nonces
+	o       Options
+	algs    map[string]bool
+	headers *headerCache
+	nonce   *nonces // nil: no server nonces
 	// names interns the member names and the recurring claim values
 	// (htm, htu) of proofs, so that reading them allocates nothing.
 	names *token.Interner
@@ -31,7 +31,7 @@ func NewVerifier(o Options) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Verifier{o: o, algs: map[string]bool{}, keys: newKeyCache(), names: token.NewInterner()}
+	v := &Verifier{o: o, algs: map[string]bool{}, headers: newHeaderCache(), names: token.NewInterner()}
 	for _, a := range o.Algorithms {
 		v.algs[a] = true
 	}
@@ -88,7 +88,7 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		return Proof{}, invalid(CheckSize, "proof too large")
 	}
 	// Step 2: a well-formed JWT.
-	p, perr := parseProof(raw, v.names)
+	p, perr := parseProof(raw, v.names, v.headers)
 	if perr != nil {
 		return Proof{}, perr
 	}
@@ -103,13 +103,17 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		}
 		return Proof{}, invalid(CheckAlg, "alg not allowed")
 	}
-	// Step 7: a public key fit for alg (the key may come from the cache
-	// of keys whose signatures verified before).
-	if p.jwk == nil {
+	if p.key == nil && p.jwk == nil {
 		return Proof{}, invalid(CheckJWK, "no jwk header")
 	}
-	key := v.keys.get(p.jwk)
-	cached := key != nil
+	// Step 3: the required claims, then steps 8 to 12 but the signature:
+	// all cheaper than decoding the key.
+	if err := v.checkClaims(p, r); err != nil {
+		return Proof{}, err
+	}
+	// Step 7: a public key fit for alg (from a header whose signature
+	// verified before, or parsed).
+	key, cached := p.key, p.key != nil
 	if !cached {
 		if key, perr = parseJWK(p.jwk); perr != nil {
 			return Proof{}, perr
@@ -117,10 +121,6 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 	}
 	if !key.fitsAlg(p.alg) {
 		return Proof{}, invalid(CheckJWK, "jwk does not fit alg")
-	}
-	// Step 3: the required claims, then steps 8 to 12 but the signature.
-	if err := v.checkClaims(p, r); err != nil {
-		return Proof{}, err
 	}
 	// The cnf.jkt binding (step 12), when the caller gave it, before the
 	// signature: proofs by any other key are refused for a hash.
@@ -132,14 +132,14 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		return Proof{}, invalid(CheckSignature, "signature does not verify with jwk")
 	}
 	if !cached {
-		v.keys.put(p.jwk, key)
+		v.headers.put(&cachedHeader{segment: p.headerSegment, alg: p.alg, typ: p.typ, key: key})
 	}
 	// Step 11 (§11.1): a jti seen once within the window, remembered
 	// until no clock could accept the proof again.
 	iat := numericTime(p.iat)
 	first, err := v.o.Replay.Claim(ctx, replayKey(key.jkt, p.jti), iat.Add(v.o.MaxAge+v.o.Leeway))
 	if err != nil {
-		return Proof{}, fmt.Errorf("dpop: replay cache: %w: %w", ErrUnavailable, err)
+		return Proof{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !first {
 		return Proof{}, invalid(CheckReplay, "proof replayed")

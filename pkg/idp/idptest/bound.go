@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"net/http"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
@@ -93,3 +94,26 @@ func CertThumbprint(cert *x509.Certificate) string {
 
 // String names the key by its thumbprint, never its private part.
 func (k *DPoPKey) String() string { return fmt.Sprintf("DPoPKey(%s)", k.JKT) }
+
+// bindToProof binds a client_credentials token to the client's DPoP key
+// when the request carries a proof (RFC 9449 §5): the proof is checked
+// for this POST to the token endpoint, claims get cnf.jkt (and, from a
+// Keycloak-shaped server, typ "DPoP", as Keycloak 26.4 marks them), and
+// the token type is "DPoP". A bad proof is answered 400
+// invalid_dpop_proof (§5.1); ok is false then.
+func (s *Server) bindToProof(w http.ResponseWriter, r *http.Request, claims map[string]any) (tokenType string, ok bool) {
+	proofs := r.Header["Dpop"]
+	if len(proofs) == 0 {
+		return "Bearer", true
+	}
+	p, err := s.dpop.Verify(r.Context(), dpop.Request{Method: r.Method, URL: s.TokenURL(), Proofs: proofs})
+	if err != nil {
+		oauthError(w, http.StatusBadRequest, dpop.CodeInvalidProof, "invalid DPoP proof")
+		return "", false
+	}
+	claims["cnf"] = map[string]any{"jkt": p.JKT}
+	if !s.opts.PlainIssuer {
+		claims["typ"] = "DPoP"
+	}
+	return "DPoP", true
+}
