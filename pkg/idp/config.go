@@ -227,6 +227,10 @@ type Config struct {
 	// of a session (Session mode), its provider sid, or its sub when it
 	// has none. It must not block. [nil]
 	SessionEnded func(sid, sub string)
+
+	// DPoP is proof of possession (RFC 9449) for DPoP-bound tokens; see
+	// DPoPConfig. [mode Off: bearer tokens only]
+	DPoP DPoPConfig
 }
 
 // Issuer returns the issuer URL tokens must carry: IssuerURL when set,
@@ -338,6 +342,7 @@ func (c Config) validate() error {
 	report := func(field string, missing bool, format string, args ...any) {
 		errs = append(errs, &ConfigError{Field: field, Missing: missing, Problem: fmt.Sprintf(format, args...)})
 	}
+	c.validateDPoP(report)
 	bad := func(field, format string, args ...any) { report(field, false, format, args...) }
 	missing := func(field, format string, args ...any) { report(field, true, format, args...) }
 	switch {

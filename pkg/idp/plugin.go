@@ -15,6 +15,7 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -35,6 +36,8 @@ type Plugin struct {
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 	site        *authflow.Site              // where the sign-in lives: callback, prefix, allowed redirect hosts
 	tracer      trace.Tracer                // nil without Config.TracerProvider
+	dpop        *dpop.Verifier              // proofs of possession (binding.go)
+	dpopAlgs    string                      // the DPoP challenge's algs
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token
@@ -85,6 +88,11 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	redirects, _ := authflow.CompileRedirectHosts(cfg.AllowedRedirectHosts)
 	p.site = &authflow.Site{RedirectURI: redirectURI, AuthPrefix: cfg.AuthPrefix, Redirects: redirects}
+	dv, err := newDPoPVerifier(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dpop: %w", ErrConfig, err)
+	}
+	p.dpop, p.dpopAlgs = dv, algsList(dv)
 	if cfg.TracerProvider != nil {
 		p.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
