@@ -8,7 +8,8 @@
 #   bench/instr.sh            # 10 s of load per case
 #   INSTR_SECONDS=20 bench/instr.sh
 #   INSTR_KEEP=1 bench/instr.sh   # keep the callgrind files (callgrind_annotate DIR/cg.CASE.1)
-#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated of idp-proxy built at that git revision
+#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated and idp-distinct of idp-proxy built at that git revision
+#   INSTR_CASES="bare-proxy idp-repeated" bench/instr.sh   # only these cases (names as in the table)
 #
 # Needs valgrind and wrk (Debian: apt-get install valgrind wrk). Each case
 # runs one proxy under callgrind in front of bench/upstream; wrk (1 thread,
@@ -169,12 +170,26 @@ awk '
 ' "$work/idp-proxy.yaml" >"$work/idp-proxy-cors.yaml"
 origin=https://app.example.com
 
+# wanted NAME: whether case NAME is to run: INSTR_CASES (names separated
+# by spaces or commas) lists the cases, all when unset or empty.
+wanted() {
+	[ -z "${INSTR_CASES:-}" ] && return 0
+	[[ " ${INSTR_CASES//,/ } " == *" $1 "* ]]
+}
+for c in ${INSTR_CASES//,/ }; do
+	case "$c" in
+	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors) ;;
+	*) echo "bench/instr.sh: INSTR_CASES names an unknown case: $c" >&2; exit 2 ;;
+	esac
+done
+
 # measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct",
 # "host" (repeated, with Host: $host50) or "origin" (repeated, with
 # Origin: $origin).
 measure() {
 	local name=$1 port=$2 load=$3
 	shift 3
+	wanted "${name%@*}" || return 0
 	GODEBUG=$godebug valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
 	local vp=$!
 	pids+=("$vp")
@@ -237,6 +252,9 @@ if [ -n "${INSTR_BASELINE:-}" ]; then
 	measure "idp-repeated@$INSTR_BASELINE" "$idp" repeated "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
 fi
 measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
+if [ -n "${INSTR_BASELINE:-}" ]; then
+	measure "idp-distinct@$INSTR_BASELINE" "$idp" distinct "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
+fi
 measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml"
 measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench"
 measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml"
@@ -244,30 +262,37 @@ measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp
 measure idp-origin "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
 measure idp-cors "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy-cors.yaml"
 mapfile -t results <"$work/results"
-# ir_of NAME: the instructions per request of case NAME.
+# ir_of NAME: the instructions per request of case NAME, empty if it did not run.
 ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
+# ratio A B TEXT: prints TEXT with A / B when both cases ran.
+ratio() {
+	local a b
+	a=$(ir_of "$1")
+	b=$(ir_of "$2")
+	[ -n "$a" ] && [ -n "$b" ] || return 0
+	awk -v a="$a" -v b="$b" -v t="$3" 'BEGIN { printf t "\n", a / b }'
+}
 base=$(ir_of bare-proxy)
 naiveIR=$(ir_of naive-distinct)
-spans=$(curl -s "http://127.0.0.1:$sink/spans")
-[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
+if wanted idp-repeated-traced; then
+	spans=$(curl -s "http://127.0.0.1:$sink/spans")
+	[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
+fi
 echo "| case | requests | instructions/request | / bare-proxy | / naive-distinct |"
 echo "|---|---|---|---|---|"
 for r in "${results[@]}"; do
 	read -r name n ir <<<"$r"
 	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="$base" -v nv="$naiveIR" \
-		'BEGIN { printf "| %s | %d | %d | %.3f | %.3f |\n", name, n, ir, ir / b, ir / nv }'
+		'BEGIN { printf "| %s | %d | %d | %s | %s |\n", name, n, ir, b ? sprintf("%.3f", ir / b) : "", nv ? sprintf("%.3f", ir / nv) : "" }'
 done
-rep=$(ir_of idp-repeated)
-hosts=$(ir_of idp-hosts50)
-awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'
-issuers3=$(ir_of idp-issuers3)
-awk -v i="$issuers3" -v r="$rep" 'BEGIN { printf "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)\n", i / r }'
-cors=$(ir_of idp-cors)
-origin=$(ir_of idp-origin)
-awk -v c="$cors" -v o="$origin" 'BEGIN { printf "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)\n", c / o }'
-traced=$(ir_of idp-repeated-traced)
-awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
+echo
+ratio idp-repeated bare-proxy "idp-repeated / bare-proxy: %.3f"
+ratio idp-distinct naive-distinct "idp-distinct / naive-distinct: %.3f"
+ratio idp-hosts50 idp-repeated "idp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)"
+ratio idp-issuers3 idp-repeated "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)"
+ratio idp-cors idp-origin "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)"
+ratio idp-repeated-traced idp-repeated "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)"
 if [ -n "${INSTR_BASELINE:-}" ]; then
-	bl=$(ir_of "idp-repeated@$INSTR_BASELINE")
-	awk -v r="$rep" -v b="$bl" -v rev="$INSTR_BASELINE" 'BEGIN { printf "idp-repeated / idp-repeated@%s: %.4f\n", rev, r / b }'
+	ratio idp-repeated "idp-repeated@$INSTR_BASELINE" "idp-repeated / idp-repeated@$INSTR_BASELINE: %.4f"
+	ratio idp-distinct "idp-distinct@$INSTR_BASELINE" "idp-distinct / idp-distinct@$INSTR_BASELINE: %.4f"
 fi
