@@ -67,7 +67,7 @@ type logoutToken struct{ sid, sub, jti string }
 // signature with its keys, selected as for every token; then
 // checkLogoutToken. Claim names are exact, as in access tokens.
 func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (*logoutToken, error) {
-	v, err := p.verifyJWT(ctx, &logoutKind, raw, p.cfg.Now(), nil)
+	v, err := p.verifyJWT(ctx, &logoutKind, raw, p.cfg.Now(), nil, nil)
 	if err != nil {
 		return nil, err
 	}
