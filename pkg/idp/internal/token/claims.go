@@ -102,7 +102,7 @@ func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 	if m != nil {
 		vals = m.mappedValues()
 	}
-	err := EachMember(nil, payload, func(name string, v []byte) error {
+	err := eachMemberOnePass(nil, payload, func(name string, v []byte) error {
 		if m != nil {
 			if err := m.capture(vals, name, v); err != nil {
 				return err

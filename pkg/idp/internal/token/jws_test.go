@@ -2,6 +2,7 @@ package token
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -39,3 +40,53 @@ func FuzzDecodeSegment(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEachMemberOnePass: the one-pass walk returns what EachMember
+// returns, validation errors first, and calls fn with the same members
+// up to fn's first error (stop: the index of the member whose fn fails,
+// none when past the end).
+func FuzzEachMemberOnePass(f *testing.F) {
+	for _, s := range []string{`{}`, ` { } `, `{"a":1}`, `{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1,"x":1}]}`,
+		`{"a":1,}`, `{"a":1} x`, `{"a\u0062":"c","ab":1}`, `{"iss":"x","aud":["a","b"],"realm_access":{"roles":["r"]}}`,
+		`{"a":"\ud800"}`, `{"a":1,"b":tru}`, `[1]`, `{"a" 1}`} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(1))
+		f.Add([]byte(s), uint8(255))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, stop uint8) {
+		type call struct{ name, value string }
+		walk := func(each func(*Interner, []byte, func(string, []byte) error) error) ([]call, error) {
+			var calls []call
+			err := each(nil, b, func(name string, v []byte) error {
+				calls = append(calls, call{name, string(v)})
+				if len(calls)-1 == int(stop) {
+					return errStop
+				}
+				return nil
+			})
+			return calls, err
+		}
+		wantCalls, wantErr := walk(EachMember)
+		gotCalls, gotErr := walk(eachMemberOnePass)
+		var wd, gd *DuplicateError
+		switch {
+		case errors.As(wantErr, &wd):
+			if !errors.As(gotErr, &gd) || *gd != *wd {
+				t.Fatalf("%q: one pass: %v, EachMember: %+v", b, gotErr, wd)
+			}
+		case gotErr != wantErr:
+			t.Fatalf("%q: one pass: %v, EachMember: %v", b, gotErr, wantErr)
+		case wantErr == nil || wantErr == errStop:
+			if len(gotCalls) != len(wantCalls) {
+				t.Fatalf("%q: one pass called fn %d times, EachMember %d", b, len(gotCalls), len(wantCalls))
+			}
+			for i := range gotCalls {
+				if gotCalls[i] != wantCalls[i] {
+					t.Fatalf("%q: call %d: %v, want %v", b, i, gotCalls[i], wantCalls[i])
+				}
+			}
+		}
+	})
+}
+
+var errStop = errors.New("stop")
