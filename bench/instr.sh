@@ -51,6 +51,20 @@ for c in valgrind callgrind_control callgrind_annotate wrk curl; do
 	command -v "$c" >/dev/null || { echo "bench/instr.sh: $c not found (apt-get install valgrind wrk curl)" >&2; exit 1; }
 done
 secs=${INSTR_SECONDS:-10}
+# wanted NAME: whether case NAME is to run: INSTR_CASES (names separated
+# by spaces or commas) lists the cases, all when unset or empty.
+wanted() {
+	[ -z "${INSTR_CASES:-}" ] && return 0
+	[[ " ${INSTR_CASES//,/ } " == *" $1 "* ]]
+}
+cases=${INSTR_CASES:-}
+for c in ${cases//,/ }; do
+	case "$c" in
+	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors) ;;
+	*) echo "bench/instr.sh: INSTR_CASES names an unknown case: $c" >&2; exit 2 ;;
+	esac
+done
+
 # The switches every Go program under valgrind needs (see above).
 godebug=asyncpreemptoff=1
 if [ "$(go env GOARCH)" = amd64 ]; then godebug+=,cpu.rdtscp=off; fi
@@ -170,19 +184,6 @@ awk '
 	{ print }
 ' "$work/idp-proxy.yaml" >"$work/idp-proxy-cors.yaml"
 origin=https://app.example.com
-
-# wanted NAME: whether case NAME is to run: INSTR_CASES (names separated
-# by spaces or commas) lists the cases, all when unset or empty.
-wanted() {
-	[ -z "${INSTR_CASES:-}" ] && return 0
-	[[ " ${INSTR_CASES//,/ } " == *" $1 "* ]]
-}
-for c in ${INSTR_CASES//,/ }; do
-	case "$c" in
-	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors) ;;
-	*) echo "bench/instr.sh: INSTR_CASES names an unknown case: $c" >&2; exit 2 ;;
-	esac
-done
 
 # measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct",
 # "host" (repeated, with Host: $host50) or "origin" (repeated, with

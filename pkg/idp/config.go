@@ -178,10 +178,10 @@ type Config struct {
 	// identity provider did not send its keys in time". WaitReady blocks
 	// for the keys without a bound. Negative: never wait. [5s]
 	FirstKeysWait time.Duration
-	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
-	// SHA-256 of the token, never used past the token's exp, dropped when
-	// the key set changes; an entry is the verified payload, not the
-	// decoded identity). A table of the 256 tokens presented
+	// VerifiedCacheSize bounds the cache of verified tokens (keyed by the
+	// SHA-256 of the token's signing input and its signature, never used
+	// past the token's exp, dropped when the key set changes; an entry is
+	// the verified payload and the signature, not the decoded identity). A table of the 256 tokens presented
 	// most recently sits in front of it (and goes with it). Negative
 	// disables both. [10000]
 	VerifiedCacheSize int

@@ -10,7 +10,7 @@ import (
 // tokens presented again and again (a client sends its token on every
 // request of its keep-alive connection). A hit compares the whole token
 // with the one verified before, so the table's hash need not resist
-// collisions: it costs one maphash of the token, no SHA-256, no lock and
+// collisions: it costs one maphash of the token's end, no SHA-256, no lock and
 // no allocation, and hands back the Identity verified before, shared
 // between the requests that present the token (Identity values are
 // read-only; see Identity).
