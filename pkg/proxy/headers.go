@@ -50,10 +50,6 @@ type headerRules struct {
 	roles          string
 	claims         []claimHeader // headers.claims, by name
 	memo           *identityMemo
-	// set is how many headers rewrite may add to a forwarded request:
-	// X-Forwarded-For, -Host, -Proto, X-Request-Id, Authorization,
-	// User-Agent (ReverseProxy's), the identity and the claim headers.
-	set int
 	// cred is the upstream's credential mode; nil forwards the token
 	// (forward). Set by build.
 	cred *credential
@@ -93,30 +89,7 @@ func newHeaderRules(c HeadersConfig) *headerRules {
 		h.claims = append(h.claims, claimHeader{name: canonical(n), path: p})
 	}
 	slices.SortFunc(h.claims, func(a, b claimHeader) int { return strings.Compare(a.name, b.name) })
-	h.set = 6 + len(h.claims)
-	for _, n := range []string{h.user, h.username, h.email, h.roles} {
-		if n != "" {
-			h.set++
-		}
-	}
 	return h
-}
-
-// sized returns out, or a copy with room for the headers rewrite sets
-// when they would take it past one group of Go's map (8 entries): a map
-// that grows there rehashes what it holds into a table, which cost
-// every request with the identity headers about 1,000 instructions
-// (bench/README.md).
-func (h *headerRules) sized(out http.Header) http.Header {
-	n := len(out) + h.set
-	if n <= 8 {
-		return out
-	}
-	grown := make(http.Header, n)
-	for k, v := range out {
-		grown[k] = v
-	}
-	return grown
 }
 
 func canonical(name string) string {

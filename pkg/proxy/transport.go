@@ -115,7 +115,6 @@ func upstreamTLS(c UpstreamConfig) (*tls.Config, error) {
 // can be removed by the client.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRules) {
 	pr.SetURL(target)
-	pr.Out.Header = h.sized(pr.Out.Header)
 	out := pr.Out.Header
 	if up := out["Upgrade"]; len(up) > 0 && !(len(up) == 1 && strings.EqualFold(up[0], "websocket")) {
 		// Only WebSocket upgrades pass; others (h2c, TLS, ...) could
