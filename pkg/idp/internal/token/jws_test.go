@@ -67,7 +67,14 @@ func FuzzEachMemberOnePass(f *testing.F) {
 			return calls, err
 		}
 		wantCalls, wantErr := walk(EachMember)
-		gotCalls, gotErr := walk(eachMemberOnePass)
+		gotCalls, gotErr := walk(func(in *Interner, b []byte, fn func(string, []byte) error) error {
+			return eachMemberOnePass(in, b, func(name string, bit int, v []byte) error {
+				if bit != claimBits[name] {
+					t.Fatalf("%q: bit %d for %q, want %d", b, bit, name, claimBits[name])
+				}
+				return fn(name, v)
+			})
+		})
 		var wd, gd *DuplicateError
 		switch {
 		case errors.As(wantErr, &wd):
