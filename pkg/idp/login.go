@@ -212,7 +212,7 @@ func (a *authRoutes) sameOrigin(s string) string {
 		return s
 	}
 	u, err := url.Parse(s)
-	redirect, rerr := a.p.redirect, a.p.redirectErr
+	redirect, rerr := url.Parse(a.cfg.RedirectURI)
 	if err != nil || rerr != nil || u.User != nil || u.Fragment != "" ||
 		!strings.EqualFold(u.Scheme, redirect.Scheme) || !strings.EqualFold(u.Host, redirect.Host) {
 		return s

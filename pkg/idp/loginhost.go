@@ -25,7 +25,7 @@ func (p *Plugin) appOrigin(r *http.Request) string {
 	if p.redirects == nil || r.Host == "" {
 		return ""
 	}
-	cb, err := p.redirect, p.redirectErr
+	cb, err := url.Parse(p.cfg.RedirectURI)
 	if err != nil {
 		return ""
 	}
@@ -59,7 +59,7 @@ func normalOrigin(u *url.URL) (string, bool) {
 // centralLoginURL is the login route on the callback host, to come back
 // to target (an absolute URL judged by redirectHosts.target).
 func (p *Plugin) centralLoginURL(target string) string {
-	cb := p.redirect // validated by New
+	cb, _ := url.Parse(p.cfg.RedirectURI) // validated by New
 	return cb.Scheme + "://" + cb.Host + strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/login?return_to=" + url.QueryEscape(target)
 }
 

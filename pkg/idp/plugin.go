@@ -31,12 +31,8 @@ type Plugin struct {
 	intern      *token.Interner // claim strings shared between tokens (see token.DecodeClaims)
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
-	// redirect is Config.RedirectURI parsed once (redirectErr: why it
-	// does not parse; validated when IncludeRoutes).
-	redirect    *url.URL
-	redirectErr error
-	redirects   *redirectHosts // Config.AllowedRedirectHosts; nil without
-	tracer      trace.Tracer   // nil without Config.TracerProvider
+	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
+	tracer      trace.Tracer                // nil without Config.TracerProvider
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token
@@ -98,8 +94,7 @@ func newPlugin(ctx context.Context, c *Compiled) (*Plugin, error) {
 	// reads (token cookie, session, login routes), trusting the origin of
 	// RedirectURI.
 	p.cop = http.NewCrossOriginProtection()
-	p.redirect, p.redirectErr = url.Parse(cfg.RedirectURI)
-	if u, err := p.redirect, p.redirectErr; err == nil && u.Host != "" {
+	if u, err := url.Parse(cfg.RedirectURI); err == nil && u.Host != "" {
 		_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 		// The apps of one sign-in named by exact host trust each other's
 		// unsafe requests; hosts matched by a pattern only get redirects.
@@ -108,7 +103,8 @@ func newPlugin(ctx context.Context, c *Compiled) (*Plugin, error) {
 		}
 	}
 	if cfg.Session != nil {
-		sm, err := newSessionManager(p, *cfg.Session, p.redirect.Scheme == "https") // validated
+		u, _ := url.Parse(cfg.RedirectURI) // validated
+		sm, err := newSessionManager(p, *cfg.Session, u.Scheme == "https")
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"path"
 	"slices"
 	"strings"
@@ -59,7 +60,7 @@ func (p *Plugin) newRoutes() http.Handler {
 			writeProblem(w, http.StatusInternalServerError, "internal error")
 		})
 	}
-	redirect := p.redirect // validated by New
+	redirect, _ := url.Parse(p.cfg.RedirectURI) // validated by New
 	if want := strings.TrimSuffix(p.cfg.AuthPrefix, "/") + "/callback"; redirect.Path != want {
 		// Legitimate behind a proxy that rewrites paths, but the usual cause
 		// is a typo: the state cookie (Path=prefix) would not come back.
