@@ -8,8 +8,8 @@
 #   bench/instr.sh            # 10 s of load per case
 #   INSTR_SECONDS=20 bench/instr.sh
 #   INSTR_KEEP=1 bench/instr.sh   # keep the callgrind files (callgrind_annotate DIR/cg.CASE.1)
-#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated of idp-proxy built at that git revision
-#   INSTR_CASES="bare-proxy idp-repeated idp-dpop" bench/instr.sh   # only these cases
+#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated and idp-distinct of idp-proxy built at that git revision
+#   INSTR_CASES="bare-proxy idp-repeated" bench/instr.sh   # only these cases (names as in the table)
 #
 # Needs valgrind and wrk (Debian: apt-get install valgrind wrk). Each case
 # runs one proxy under callgrind in front of bench/upstream; wrk (1 thread,
@@ -19,7 +19,8 @@
 # (idp-proxy, one valid token: cache hits), idp-distinct and
 # naive-distinct (bench/naiveproxy: golang-jwt + keyfunc, no cache), both
 # with 4,000 distinct valid tokens in turn against an idp-proxy cache of
-# 500, so that nearly every request verifies a signature; idp-hosts50
+# 500, the counted run going on where the warm-up stopped, so that every
+# request verifies a signature; idp-hosts50
 # (idp-proxy with 50 upstreams chosen by host, the same token as
 # idp-repeated, requests for the 25th host), whose ratio to idp-repeated
 # is the cost of choosing among many apps; idp-issuers3 (idp-proxy trusting
@@ -62,6 +63,20 @@ for c in valgrind callgrind_control callgrind_annotate wrk curl; do
 	command -v "$c" >/dev/null || { echo "bench/instr.sh: $c not found (apt-get install valgrind wrk curl)" >&2; exit 1; }
 done
 secs=${INSTR_SECONDS:-10}
+# wanted NAME: whether case NAME is to run: INSTR_CASES (names separated
+# by spaces or commas) lists the cases, all when unset or empty.
+wanted() {
+	[ -z "${INSTR_CASES:-}" ] && return 0
+	[[ " ${INSTR_CASES//,/ } " == *" $1 "* ]]
+}
+cases=${INSTR_CASES:-}
+for c in ${cases//,/ }; do
+	case "$c" in
+	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors) ;;
+	*) echo "bench/instr.sh: INSTR_CASES names an unknown case: $c" >&2; exit 2 ;;
+	esac
+done
+
 # The switches every Go program under valgrind needs (see above).
 godebug=asyncpreemptoff=1
 if [ "$(go env GOARCH)" = amd64 ]; then godebug+=,cpu.rdtscp=off; fi
@@ -205,7 +220,7 @@ awk '
 measure() {
 	local name=$1 port=$2 load=$3
 	shift 3
-	wanted "$name" || return 0
+	wanted "${name%@*}" || return 0
 	GODEBUG=$godebug valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
 	local vp=$!
 	pids+=("$vp")
@@ -220,7 +235,7 @@ measure() {
 	[ -n "$ok" ] || { echo "bench/instr.sh: $name did not answer 200:" >&2; tail -5 "$work/$name.log" >&2; exit 1; }
 	local args=(-t1 -c4 "${host[@]}" -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")
 	if [ "$load" = distinct ]; then
-		args=(-t1 -c4 -s bench/lua/rotate.lua "http://127.0.0.1:$port" -- "$work/distinct.txt")
+		args=(-t1 -c4 -s bench/lua/rotate.lua "http://127.0.0.1:$port" -- "$work/distinct.txt" 1 0)
 	fi
 	local warm=("${args[@]}")
 	if [ "$load" = dpop ]; then
@@ -229,9 +244,15 @@ measure() {
 		warm=(-t1 -c4 -s bench/lua/dpop.lua "http://127.0.0.1:$port" -- "$work/tokens/dpop.txt" 0)
 		args=(-t1 -c4 -s bench/lua/dpop.lua "http://127.0.0.1:$port" -- "$work/tokens/dpop.txt" 20000)
 	fi
-	wrk -d3s "${warm[@]}" >/dev/null
-	callgrind_control -z "$vp" >/dev/null 2>&1
 	local out n
+	out=$(wrk -d3s "${warm[@]}")
+	if [ "$load" = distinct ]; then
+		# The counted run goes on where the warm-up stopped: tokens the
+		# warm-up sent (and idp-proxy cached) would be cache hits.
+		n=$(awk '/requests in/{print $1}' <<<"$out")
+		args[${#args[@]}-1]=${n:-0}
+	fi
+	callgrind_control -z "$vp" >/dev/null 2>&1
 	out=$(wrk -d"${secs}s" "${args[@]}")
 	kill -0 "$vp" 2>/dev/null || died "$name" "under load"
 	callgrind_control -d "$vp" >/dev/null 2>&1
@@ -275,6 +296,9 @@ if [ -n "${INSTR_BASELINE:-}" ]; then
 	measure "idp-repeated@$INSTR_BASELINE" "$idp" repeated "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
 fi
 measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
+if [ -n "${INSTR_BASELINE:-}" ]; then
+	measure "idp-distinct@$INSTR_BASELINE" "$idp" distinct "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
+fi
 measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml"
 measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench"
 measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml"
@@ -294,11 +318,18 @@ es256_ir() {
 	echo $(((ir1 - ir0) / 2000))
 }
 mapfile -t results <"$work/results"
-# ir_of NAME: the instructions per request of case NAME.
+# ir_of NAME: the instructions per request of case NAME, empty if it did not run.
 ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
+# ratio A B TEXT: prints TEXT with A / B when both cases ran.
+ratio() {
+	local a b
+	a=$(ir_of "$1")
+	b=$(ir_of "$2")
+	[ -n "$a" ] && [ -n "$b" ] || return 0
+	awk -v a="$a" -v b="$b" -v t="$3" 'BEGIN { printf t "\n", a / b }'
+}
 base=$(ir_of bare-proxy)
 naiveIR=$(ir_of naive-distinct)
-base=${base:-0} naiveIR=${naiveIR:-0}
 if wanted idp-repeated-traced; then
 	spans=$(curl -s "http://127.0.0.1:$sink/spans")
 	[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
@@ -308,25 +339,19 @@ echo "|---|---|---|---|---|"
 for r in "${results[@]}"; do
 	read -r name n ir <<<"$r"
 	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="$base" -v nv="$naiveIR" \
-		'BEGIN { printf "| %s | %d | %d | %s | %s |\n", name, n, ir, b ? sprintf("%.3f", ir / b) : "-", nv ? sprintf("%.3f", ir / nv) : "-" }'
+		'BEGIN { printf "| %s | %d | %d | %s | %s |\n", name, n, ir, b ? sprintf("%.3f", ir / b) : "", nv ? sprintf("%.3f", ir / nv) : "" }'
 done
 echo
-# ratio A B TEXT: A / B when both cases ran.
-ratio() {
-	local a b
-	a=$(ir_of "$1") b=$(ir_of "$2")
-	[ -n "$a" ] && [ -n "$b" ] || return 0
-	awk -v a="$a" -v b="$b" -v t="$1 / $2: %.3f ($3)\n" 'BEGIN { printf t, a / b }'
-}
-ratio idp-hosts50 idp-repeated "50 upstreams chosen by host vs one upstream"
-ratio idp-issuers3 idp-repeated "three issuers, a claims rule and two claim headers vs one issuer"
-ratio idp-cors idp-origin "a CORS policy on the route vs none, the same requests from an allowed origin"
-ratio idp-repeated-traced idp-repeated "tracing on, every request sampled, vs off"
-ratio idp-exchange idp-repeated "credential exchange, the exchanged token cached, vs forward"
+ratio idp-repeated bare-proxy "idp-repeated / bare-proxy: %.3f"
+ratio idp-distinct naive-distinct "idp-distinct / naive-distinct: %.3f"
+ratio idp-hosts50 idp-repeated "idp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)"
+ratio idp-issuers3 idp-repeated "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)"
+ratio idp-cors idp-origin "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)"
+ratio idp-repeated-traced idp-repeated "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)"
+ratio idp-exchange idp-repeated "idp-exchange / idp-repeated: %.3f (credential exchange, the exchanged token cached, vs forward)"
 if [ -n "${INSTR_BASELINE:-}" ]; then
-	rep=$(ir_of idp-repeated)
-	bl=$(ir_of "idp-repeated@$INSTR_BASELINE")
-	[ -n "$rep" ] && [ -n "$bl" ] && awk -v r="$rep" -v b="$bl" -v rev="$INSTR_BASELINE" 'BEGIN { printf "idp-repeated / idp-repeated@%s: %.4f\n", rev, r / b }'
+	ratio idp-repeated "idp-repeated@$INSTR_BASELINE" "idp-repeated / idp-repeated@$INSTR_BASELINE: %.4f"
+	ratio idp-distinct "idp-distinct@$INSTR_BASELINE" "idp-distinct / idp-distinct@$INSTR_BASELINE: %.4f"
 fi
 dp=$(ir_of idp-dpop)
 rep=$(ir_of idp-repeated)

@@ -3,6 +3,7 @@ package idp
 import (
 	"errors"
 	"fmt"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -179,10 +180,10 @@ type Config struct {
 	// identity provider did not send its keys in time". WaitReady blocks
 	// for the keys without a bound. Negative: never wait. [5s]
 	FirstKeysWait time.Duration
-	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
-	// SHA-256 of the token, never used past the token's exp, dropped when
-	// the key set changes; an entry is the verified payload, not the
-	// decoded identity). A table of the 256 tokens presented
+	// VerifiedCacheSize bounds the cache of verified tokens (keyed by the
+	// SHA-256 of the token's signing input and its signature, never used
+	// past the token's exp, dropped when the key set changes; an entry is
+	// the verified payload and the signature, not the decoded identity). A table of the 256 tokens presented
 	// most recently sits in front of it (and goes with it). Negative
 	// disables both. [10000]
 	VerifiedCacheSize int
@@ -327,8 +328,11 @@ func (c Config) withDefaults() Config {
 
 // Validate reports every problem of c, with the defaults applied, as New
 // would: one error each, joined, each wrapping ErrConfig. It contacts
-// nothing.
-func (c Config) Validate() error { return c.withDefaults().validate() }
+// nothing. (Compile does the same and keeps the result.)
+func (c Config) Validate() error {
+	_, err := Compile(c)
+	return err
+}
 
 // WithDefaults returns c with every zero optional field set to its default
 // and the names normalised (token location upper case, auth prefix with
@@ -336,8 +340,9 @@ func (c Config) Validate() error { return c.withDefaults().validate() }
 func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // validate reports every problem of c (after withDefaults), one error each,
-// joined, each wrapping ErrConfig.
-func (c Config) validate() error {
+// joined, each wrapping ErrConfig. It returns the claim mappings it
+// compiled on the way: the primary issuer's, then each of c.Issuers'.
+func (c Config) validate() ([]*token.Mapping, error) {
 	var errs []error
 	report := func(field string, missing bool, format string, args ...any) {
 		errs = append(errs, &ConfigError{Field: field, Missing: missing, Problem: fmt.Sprintf(format, args...)})
@@ -361,7 +366,9 @@ func (c Config) validate() error {
 	if c.ClientID == "" {
 		missing("client_id", "client_id is required")
 	}
-	if err := c.Claims.Validate(); err != nil {
+	mappings := make([]*token.Mapping, 1+len(c.Issuers))
+	var err error
+	if mappings[0], err = c.Claims.compile(); err != nil {
 		errs = append(errs, err)
 	}
 	switch c.TokenLocation {
@@ -423,8 +430,8 @@ func (c Config) validate() error {
 		bad("max_token_bytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
 	}
 	checkAlgorithms(c.Algorithms, func(format string, args ...any) { bad("algorithms", format, args...) })
-	c.validateIssuers(bad, &errs)
-	return errors.Join(errs...)
+	c.validateIssuers(bad, &errs, mappings[1:])
+	return mappings, errors.Join(errs...)
 }
 
 // checkRealmForm reports the problems of the Keycloak shorthand,

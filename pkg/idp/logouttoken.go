@@ -22,7 +22,7 @@ const maxLogoutTokenAge = authflow.MaxLogoutTokenAge
 // signature with its keys, selected as for every token; then
 // checkLogoutToken. Claim names are exact, as in access tokens.
 func (p *Plugin) verifyLogoutToken(ctx context.Context, raw string) (authflow.LogoutToken, error) {
-	v, err := p.verifyJWT(ctx, &logoutKind, raw, p.cfg.Now(), nil)
+	v, err := p.verifyJWT(ctx, &logoutKind, raw, p.cfg.Now(), nil, nil)
 	if err != nil {
 		return authflow.LogoutToken{}, err
 	}

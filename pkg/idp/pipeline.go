@@ -165,7 +165,9 @@ type expected struct {
 }
 
 // verifyJWT runs raw through the pipeline as a token of kind k at now.
-func (p *Plugin) verifyJWT(ctx context.Context, k *tokenKind, raw string, now time.Time, want *expected) (verifiedJWT, error) {
+// sum is the SHA-256 of raw's signing input when the caller has it (the
+// verified-token cache's key), else nil.
+func (p *Plugin) verifyJWT(ctx context.Context, k *tokenKind, raw string, now time.Time, want *expected, sum *[32]byte) (verifiedJWT, error) {
 	var v verifiedJWT
 	if len(raw) > p.cfg.MaxTokenBytes {
 		return v, errTokenTooLarge
@@ -192,7 +194,7 @@ func (p *Plugin) verifyJWT(ctx context.Context, k *tokenKind, raw string, now ti
 		v.waited, v.gen = true, p.gen.Load()
 		snap = is.keys.current()
 	}
-	if err := p.verifySignature(ctx, is, snap, t); err != nil {
+	if err := p.verifySignature(ctx, is, snap, t, sum); err != nil {
 		return v, err
 	}
 	var c *token.Claims
@@ -222,8 +224,8 @@ func lowerTyp(typ string) string {
 
 // verifySignature checks t's signature with the key the header selects
 // (see selectKey) among the keys of the issuer is, with one of is's
-// algorithms.
-func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnapshot, t *token.JWS) error {
+// algorithms. sum, when not nil, is the SHA-256 of t's signing input.
+func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnapshot, t *token.JWS, sum *[32]byte) error {
 	method, ok := is.methods[t.Alg]
 	if !ok {
 		return invalid("unsupported algorithm", nil)
@@ -234,13 +236,13 @@ func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnaps
 	}
 	if set, ok := key.(jwt.VerificationKeySet); ok {
 		for _, k := range set.Keys {
-			if method.Verify(t.SigningInput, t.Sig, k) == nil {
+			if verifyWith(method, t, k, sum) == nil {
 				return nil
 			}
 		}
 		return invalid("invalid signature", nil)
 	}
-	if err := method.Verify(t.SigningInput, t.Sig, key); err != nil {
+	if err := verifyWith(method, t, key, sum); err != nil {
 		return invalid("invalid signature", err)
 	}
 	return nil

@@ -65,10 +65,16 @@ type Plugin struct {
 // Background work (key refreshes) stops when ctx is done or Close is
 // called.
 func New(ctx context.Context, cfg Config) (*Plugin, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	c, err := Compile(cfg)
+	if err != nil {
 		return nil, err
 	}
+	return newPlugin(ctx, c)
+}
+
+// newPlugin is New's work after Compile.
+func newPlugin(ctx context.Context, c *Compiled) (*Plugin, error) {
+	cfg := c.cfg
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = defaultHTTPClient(cfg.HTTPTimeout)
 	}
@@ -139,16 +145,16 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	p.keys = newKeys(iss, cfg.IssuerURL == "", cfg.JWKSCacheTTL, cfg.UnknownKIDRefreshInterval)
 	primary, err := newIssuer(cfg.IssuerName, iss, append([]string{cfg.Audience}, cfg.OptionalAudiences...),
-		cfg.Algorithms, cfg.Claims, p.keys)
+		cfg.Algorithms, c.mappings[0], p.keys)
 	if err != nil {
 		return nil, err
 	}
 	p.primary = primary
 	p.issuers = []*issuer{primary}
-	for _, t := range cfg.Issuers {
+	for i, t := range cfg.Issuers {
 		keys := newKeys(t.Issuer(), t.IssuerURL == "", t.JWKSCacheTTL, t.UnknownKIDRefreshInterval)
 		keys.log = cfg.Logger.With("issuer", t.Name)
-		is, err := newIssuer(t.Name, t.Issuer(), t.Audiences, t.Algorithms, t.Claims, keys)
+		is, err := newIssuer(t.Name, t.Issuer(), t.Audiences, t.Algorithms, c.mappings[1+i], keys)
 		if err != nil {
 			return nil, err
 		}

@@ -76,10 +76,11 @@ type ProviderCheckOptions struct {
 // issued; the provider may log the refused exchange. Each call is bounded
 // by HTTPTimeout. The error is for an invalid cfg only.
 func CheckProvider(ctx context.Context, cfg Config, o ProviderCheckOptions) ([]ProviderCheck, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	compiled, err := Compile(cfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg = compiled.Config()
 	client := cfg.HTTPClient
 	if client == nil {
 		client = defaultHTTPClient(cfg.HTTPTimeout)

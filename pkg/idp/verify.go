@@ -141,7 +141,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 			}
 		}
 	}
-	v, err := p.verifyJWT(ctx, &accessKind, raw, now, nil)
+	v, err := p.verifyJWT(ctx, &accessKind, raw, now, nil, key.signingSum())
 	if err != nil {
 		return nil, err
 	}

@@ -107,10 +107,12 @@ type Compiled struct {
 // contacting anything. The error lists every problem found, one per line.
 func Compile(cfg Config, ic idp.Config) (*Compiled, error) {
 	var errs []error
-	if err := ic.Validate(); err != nil {
+	if idc, err := idp.Compile(ic); err != nil {
 		errs = append(errs, err)
+		ic = ic.WithDefaults() // the rules are still checked against it
+	} else {
+		ic = idc.Config()
 	}
-	ic = ic.WithDefaults()
 	c, err := compile(cfg, ic)
 	if err != nil {
 		errs = append(errs, err)
