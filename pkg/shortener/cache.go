@@ -32,7 +32,6 @@ type linkCache struct {
 	half     int
 	ttl      time.Duration
 	staleFor time.Duration // 0: no stale entry is served
-	now      func() time.Time
 }
 
 type cacheEntry struct {
@@ -49,14 +48,14 @@ const (
 	cacheStale                   // ask the store; serve it if the store fails
 )
 
-func newLinkCache(size int, ttl, staleFor time.Duration, now func() time.Time) *linkCache {
+func newLinkCache(size int, ttl, staleFor time.Duration) *linkCache {
 	half := max(1, size/2)
-	return &linkCache{cur: make(map[string]cacheEntry, half), half: half, ttl: ttl, staleFor: staleFor, now: now}
+	return &linkCache{cur: make(map[string]cacheEntry, half), half: half, ttl: ttl, staleFor: staleFor}
 }
 
 // get returns the cached link of code and whether it is fresh, stale
-// (past ttl, within staleFor more) or missing.
-func (c *linkCache) get(code string) (Link, cacheState) {
+// (past ttl, within staleFor more) or missing at now.
+func (c *linkCache) get(code string, now time.Time) (Link, cacheState) {
 	c.mu.RLock()
 	e, ok := c.cur[code]
 	if !ok {
@@ -66,7 +65,6 @@ func (c *linkCache) get(code string) (Link, cacheState) {
 	if !ok {
 		return Link{}, cacheMiss
 	}
-	now := c.now()
 	if now.Before(e.expires) {
 		return e.link, cacheFresh
 	}

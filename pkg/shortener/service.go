@@ -206,7 +206,7 @@ func New(store Store, o Options) (*Service, error) {
 		case stale < 0:
 			stale = 0
 		}
-		s.cache = newLinkCache(size, ttl, stale, s.now)
+		s.cache = newLinkCache(size, ttl, stale)
 	}
 	if o.VisitFlushInterval < 0 {
 		return nil, fmt.Errorf("shortener: negative visit flush interval %v", o.VisitFlushInterval)
@@ -335,18 +335,18 @@ func (s *Service) Resolve(ctx context.Context, code string) (Link, error) {
 	if !s.ValidCode(code) {
 		return Link{}, ErrNotFound
 	}
-	return s.lookup(ctx, code)
+	return s.lookup(ctx, code, s.now())
 }
 
 // lookup reads the link of a valid code from the cache, or from the store
 // (caching what it finds). A stale cache entry (Options.CacheStaleIfError)
 // is served when the store fails, and without asking it while it is known
-// not to answer.
-func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
+// not to answer. now is the time of the lookup, read before it.
+func (s *Service) lookup(ctx context.Context, code string, now time.Time) (Link, error) {
 	if s.cache == nil {
 		return s.store.Get(ctx, code)
 	}
-	cached, state := s.cache.get(code)
+	cached, state := s.cache.get(code, now)
 	if state == cacheFresh {
 		return cached, nil
 	}
@@ -355,7 +355,6 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 		s.staleServed.Add(1)
 		return cached, nil
 	}
-	readAt := s.now()
 	l, err := s.store.Get(ctx, code)
 	if err != nil {
 		// Not found is an answer: the link was deleted.
@@ -366,7 +365,7 @@ func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
 		return Link{}, err
 	}
 	if !l.Limited() { // a limited link changes with every visit
-		s.cache.put(l, readAt)
+		s.cache.put(l, now) // now is before the read began
 	}
 	return l, nil
 }
