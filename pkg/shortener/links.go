@@ -37,7 +37,7 @@ func (s *Service) visit(ctx context.Context, code string, v *Visitor) (Link, err
 	// visit's second: on some machines (virtual ones, with a slow clock
 	// source) reading the clock is a measurable part of a redirect.
 	now := s.now()
-	l, err := s.lookup(ctx, code, now)
+	l, err := s.lookup(ctx, code, now, true)
 	if err != nil {
 		return Link{}, err
 	}

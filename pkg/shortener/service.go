@@ -130,8 +130,9 @@ type Service struct {
 	reserved    []string
 	rand        io.Reader
 	now         func() time.Time
-	cache       *linkCache // nil: no cache
-	gate        *storeGate // nil: no store timeout
+	cache       *linkCache                                  // nil: no cache
+	getRedirect func(context.Context, string) (Link, error) // Get, or the store's GetRedirect
+	gate        *storeGate                                  // nil: no store timeout
 	staleServed atomic.Int64
 	visits      *visitBatcher
 	retention   time.Duration
@@ -173,6 +174,10 @@ func New(store Store, o Options) (*Service, error) {
 	}
 	if o.TracerProvider != nil {
 		s.store = newTracedStore(s.store, o.TracerProvider)
+	}
+	s.getRedirect = s.store.Get
+	if _, ok := store.(RedirectGetter); ok {
+		s.getRedirect = s.store.(RedirectGetter).GetRedirect // through the wrappers
 	}
 	if s.codeLen == 0 {
 		s.codeLen = DefaultCodeLength
@@ -335,15 +340,20 @@ func (s *Service) Resolve(ctx context.Context, code string) (Link, error) {
 	if !s.ValidCode(code) {
 		return Link{}, ErrNotFound
 	}
-	return s.lookup(ctx, code, s.now())
+	return s.lookup(ctx, code, s.now(), false)
 }
 
 // lookup reads the link of a valid code from the cache, or from the store
 // (caching what it finds). A stale cache entry (Options.CacheStaleIfError)
 // is served when the store fails, and without asking it while it is known
-// not to answer. now is the time of the lookup, read before it.
-func (s *Service) lookup(ctx context.Context, code string, now time.Time) (Link, error) {
+// not to answer. now is the time of the lookup, read before it. For a
+// redirect (redirect true), without the cache, the store may leave the
+// Visits of a link without MaxVisits at 0 (see RedirectGetter).
+func (s *Service) lookup(ctx context.Context, code string, now time.Time, redirect bool) (Link, error) {
 	if s.cache == nil {
+		if redirect {
+			return s.getRedirect(ctx, code)
+		}
 		return s.store.Get(ctx, code)
 	}
 	cached, state := s.cache.get(code, now)
