@@ -340,7 +340,8 @@ func (s *Service) Resolve(ctx context.Context, code string) (Link, error) {
 	if !s.ValidCode(code) {
 		return Link{}, ErrNotFound
 	}
-	return s.lookup(ctx, code, s.now(), false)
+	l, _, err := s.lookup(ctx, code, s.now(), false)
+	return l, err
 }
 
 // lookup reads the link of a valid code from the cache, or from the store
@@ -348,36 +349,40 @@ func (s *Service) Resolve(ctx context.Context, code string) (Link, error) {
 // is served when the store fails, and without asking it while it is known
 // not to answer. now is the time of the lookup, read before it. For a
 // redirect (redirect true), without the cache, the store may leave the
-// Visits of a link without MaxVisits at 0 (see RedirectGetter).
-func (s *Service) lookup(ctx context.Context, code string, now time.Time, redirect bool) (Link, error) {
+// Visits of a link without MaxVisits at 0 (see RedirectGetter). location
+// is the cache's Location header value for the link (nil when the link
+// does not come from the cache): shared, never to be changed.
+func (s *Service) lookup(ctx context.Context, code string, now time.Time, redirect bool) (l Link, location []string, err error) {
 	if s.cache == nil {
 		if redirect {
-			return s.getRedirect(ctx, code)
+			l, err = s.getRedirect(ctx, code)
+		} else {
+			l, err = s.store.Get(ctx, code)
 		}
-		return s.store.Get(ctx, code)
+		return l, nil, err
 	}
-	cached, state := s.cache.get(code, now)
+	cached, location, state := s.cache.get(code, now)
 	if state == cacheFresh {
-		return cached, nil
+		return cached, location, nil
 	}
 	if state == cacheStale && s.gate != nil && s.gate.down() {
 		s.gate.probeInBackground()
 		s.staleServed.Add(1)
-		return cached, nil
+		return cached, location, nil
 	}
-	l, err := s.store.Get(ctx, code)
+	l, err = s.store.Get(ctx, code)
 	if err != nil {
 		// Not found is an answer: the link was deleted.
 		if state == cacheStale && !errors.Is(err, ErrNotFound) {
 			s.staleServed.Add(1)
-			return cached, nil
+			return cached, location, nil
 		}
-		return Link{}, err
+		return Link{}, nil, err
 	}
 	if !l.Limited() { // a limited link changes with every visit
 		s.cache.put(l, now) // now is before the read began
 	}
-	return l, nil
+	return l, nil, nil
 }
 
 // StaleServed returns how many lookups were answered with a cached link
