@@ -48,6 +48,9 @@ type confirmation struct {
 	// value is the thumbprint (base64url), of the key (cnfJKT) or of
 	// the certificate (cnfX5T); the refusal's reason for cnfBad.
 	value string
+	// ath is the token's hash (cnfJKT), the ath its proofs carry: the
+	// token is hashed once, when it is verified, not on every request.
+	ath string
 }
 
 // confirmationOf reads the binding of c, a token of kind k that passed
@@ -93,6 +96,14 @@ func confirmationOf(k *tokenKind, c *token.Claims) confirmation {
 		return confirmation{kind: cnfBad, value: "a DPoP token (typ DPoP) without its key (cnf.jkt)"}
 	}
 	return got
+}
+
+// withATH returns c with the ath of raw, c's token, for a DPoP-bound one.
+func (c confirmation) withATH(raw string) confirmation {
+	if c.kind == cnfJKT {
+		c.ath = dpop.AccessTokenHash(raw)
+	}
+	return c
 }
 
 var cnfPath = token.Path{Text: "cnf", Names: []string{"cnf"}}
@@ -320,7 +331,7 @@ func (p *Plugin) checkPossession(ctx context.Context, id *Identity, pr *Presenta
 	// dpop compares the proof's key with cnf.jkt (RFC 9449 §4.3 step 12)
 	// before the replay cache: proofs by other keys cannot fill it.
 	if _, err := p.dpop.Verify(ctx, dpop.Request{Method: pr.Method, URL: pr.URL, Proofs: pr.Proofs,
-		AccessToken: pr.Token, JKT: id.cnf.value}); err != nil {
+		AccessToken: pr.Token, JKT: id.cnf.value, ATH: id.cnf.ath}); err != nil {
 		return p.proofRefused(err)
 	}
 	return nil
