@@ -312,3 +312,25 @@ func selfSigned(t *testing.T) *x509.Certificate {
 	}
 	return c
 }
+
+// failingReplay is a replay cache that is down.
+type failingReplay struct{}
+
+func (failingReplay) Claim(context.Context, string, time.Time) (bool, error) {
+	return false, errors.New("connection refused")
+}
+func (failingReplay) Name() string { return "Redis" }
+
+// An outage of the replay cache is a 503 naming it (never a 401: the
+// proof could not be checked), with Retry-After.
+func TestDPoPReplayCacheOutage(t *testing.T) {
+	srv := idptest.NewServer(t)
+	key := idptest.NewDPoPKey()
+	p := dpopPlugin(t, srv, dpop.Allowed, func(c *idp.Config) { c.DPoP.Replay = failingReplay{} })
+	tok := srv.MintDPoP(boundClaims(srv), key, false)
+	rec, ran := serve(t, p, dpopRequest("DPoP", tok, key.Proof("GET", target, tok)))
+	if ran || rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), "DPoP replay cache (Redis) is unavailable") {
+		t.Fatalf("%d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+}
