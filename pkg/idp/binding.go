@@ -373,7 +373,7 @@ func ClientCertificate(r *http.Request) *x509.Certificate {
 // requestURL is the absolute URL the client used for r, without its
 // query: the scheme from the TLS connection (or, behind forward-auth, the
 // original request's), or X-Forwarded-Proto when Config.DPoP.TrustForwarded;
-// the host from Host (or X-Forwarded-Host, trusted likewise).
+// the host the rules match, Host.
 func (p *Plugin) requestURL(r *http.Request) string {
 	scheme, host := "http", r.Host
 	if r.TLS != nil || r.URL.Scheme == "https" {
@@ -382,9 +382,6 @@ func (p *Plugin) requestURL(r *http.Request) string {
 	if p.cfg.DPoP.TrustForwarded {
 		if v := r.Header["X-Forwarded-Proto"]; len(v) == 1 && (v[0] == "http" || v[0] == "https") {
 			scheme = v[0]
-		}
-		if v := r.Header["X-Forwarded-Host"]; len(v) == 1 && v[0] != "" {
-			host = v[0]
 		}
 	}
 	if host == "" {
