@@ -178,7 +178,7 @@ func TestPluginAgainstProvider(t *testing.T) {
 		if a.Status != http.StatusOK || json.Unmarshal(a.Body, &u) != nil {
 			t.Fatalf("GET /me: %s", a)
 		}
-		if u.PreferredUsername != "alice" || u.Email != "alice@example.com" || !u.HasRealmRole("creator") ||
+		if u.PreferredUsername != "alice" || u.Email != "alice@example.com" || !u.HasRole("creator") ||
 			!u.HasClientRole(clientID, "editor") || !u.HasScope("profile") || u.Sub == "" {
 			t.Fatalf("alice's identity: %+v", u)
 		}
