@@ -42,6 +42,8 @@ func main() {
 	ttl := flag.Duration("ttl", time.Hour, "lifetime of the valid tokens")
 	workers := flag.Int("j", runtime.GOMAXPROCS(0), "tokens signed in parallel")
 	out := flag.String("out", ".", "directory for valid.txt and invalid.txt")
+	dpopURL := flag.String("dpop-url", "", "also write dpop.txt: one DPoP-bound token and -dpop-n proofs of its key for GET on this URL")
+	dpopN := flag.Int("dpop-n", 40000, "number of DPoP proofs (each distinct: a proof is accepted once)")
 	flag.Parse()
 	if *nInvalid < 0 {
 		*nInvalid = *n
@@ -91,6 +93,9 @@ func main() {
 		if err := os.WriteFile(filepath.Join(*out, name), []byte(strings.Join(toks, "\n")+"\n"), 0o600); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if *dpopURL != "" {
+		writeDPoP(srv, *client, *role, *dpopURL, *dpopN, *workers, *ttl, filepath.Join(*out, "dpop.txt"))
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(map[string]string{"url": srv.URL, "realm": srv.Realm, "issuer": srv.Issuer})
 

@@ -219,6 +219,10 @@ type Config struct {
 	// idp.token.refresh for every refresh. A span never carries a token, a
 	// cookie, a query string or a claim value. [nil: no spans, at no cost]
 	TracerProvider trace.TracerProvider
+
+	// DPoP is proof of possession (RFC 9449) for DPoP-bound tokens; see
+	// DPoPConfig. [mode Off: bearer tokens only]
+	DPoP DPoPConfig
 }
 
 // Issuer returns the issuer URL tokens must carry: IssuerURL when set,
@@ -330,6 +334,7 @@ func (c Config) validate() error {
 	report := func(field string, missing bool, format string, args ...any) {
 		errs = append(errs, &ConfigError{Field: field, Missing: missing, Problem: fmt.Sprintf(format, args...)})
 	}
+	c.validateDPoP(report)
 	bad := func(field, format string, args ...any) { report(field, false, format, args...) }
 	missing := func(field, format string, args ...any) { report(field, true, format, args...) }
 	switch {

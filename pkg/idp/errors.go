@@ -26,14 +26,13 @@ var (
 	// ErrInvalidToken: the token is malformed, badly signed, expired, not yet
 	// valid, for another issuer or audience, or not an access token.
 	ErrInvalidToken = token.ErrInvalid
-	// ErrSenderConstrained: the token is bound to a key its sender must
-	// prove it holds (a cnf claim: cnf.jkt for DPoP, RFC 9449;
-	// cnf["x5t#S256"] for a client certificate, RFC 8705; or Keycloak's
-	// typ "DPoP"), and this package does not check such proofs yet, so
-	// the token is refused rather than accepted as a bearer token (RFC
-	// 9449 §7.2: accepting it so would make a stolen bound token useful
-	// again). It comes wrapped in an ErrInvalidToken (401 invalid_token).
-	ErrSenderConstrained = errors.New("idp: sender-constrained token: proof of possession is not supported")
+	// ErrSenderConstrained: the token is bound to a key or certificate
+	// (cnf: cnf.jkt for DPoP, RFC 9449; cnf["x5t#S256"] for a client
+	// certificate, RFC 8705; or Keycloak's typ "DPoP"), or came under the
+	// DPoP scheme, and the request did not prove possession as the DPoP
+	// mode requires (see PossessionError, which wraps it). It comes
+	// wrapped in an ErrInvalidToken (401).
+	ErrSenderConstrained = errors.New("idp: proof of possession refused")
 	// ErrForbidden: the token is valid but a guard refused it.
 	ErrForbidden = errors.New("idp: insufficient permissions")
 	// ErrUnavailable: the provider's keys are not available yet, so no

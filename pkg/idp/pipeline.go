@@ -57,9 +57,11 @@ type tokenKind struct {
 	// event is the member the events claim must hold, as an object; ""
 	// for none.
 	event string
-	// refuseCnf refuses a sender-constrained token (cnf, typ DPoP):
-	// ErrSenderConstrained.
-	refuseCnf bool
+	// bound: the token may be sender-constrained (cnf, typ DPoP): its
+	// binding is kept on the Identity and checked against each request
+	// that presents it (binding.go), whatever the DPoP mode. The other
+	// kinds come from the provider, never from a client.
+	bound bool
 	// check applies the kind's claim rules (the fields above) to a token
 	// through steps 1 to 7, in the kind's order.
 	// (v by value: a pointer given to a function value escapes, and the
@@ -108,7 +110,7 @@ var (
 		audience:      audIssuer,
 		times:         tokenTimes{needExp: true},
 		nonce:         nonceMarksIDToken,
-		refuseCnf:     true,
+		bound:         true,
 		check:         checkAccessToken,
 	}
 	// idKind: the login flow's ID token (OpenID Connect Core §3.1.3.7).

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
@@ -35,6 +36,8 @@ type Plugin struct {
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
 	site        *authflow.Site              // where the sign-in lives: callback, prefix, allowed redirect hosts
 	tracer      trace.Tracer                // nil without Config.TracerProvider
+	dpop        *dpop.Verifier              // proofs of possession (binding.go)
+	dpopAlgs    string                      // the DPoP challenge's algs
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token
@@ -79,6 +82,11 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
+	dv, err := newDPoPVerifier(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dpop: %w", ErrConfig, err)
+	}
+	p.dpop, p.dpopAlgs = dv, algsList(dv)
 	redirectURI, err := url.Parse(cfg.RedirectURI) // validated above when the routes are on
 	if err != nil {
 		redirectURI = &url.URL{}

@@ -21,6 +21,7 @@ type compiled struct {
 	upstreams  *upstreamSet
 	authPrefix string // "" unless the plugin serves its /auth routes
 	fa         *forwardAuth
+	certs      *clientCerts // nil: no client_cert.header
 }
 
 // compile checks cfg against the plugin configuration ic (defaults
@@ -65,6 +66,10 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 			}
 		}
 	}
+	certs, err := compileClientCerts(cfg.ClientCert)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -76,7 +81,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if cfg.Upstream.URL != "" {
 		u, _ = url.Parse(cfg.Upstream.URL) // validated
 	}
-	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa}, nil
+	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa, certs: certs}, nil
 }
 
 // Compiled is a Config checked and its rules compiled against the plugin

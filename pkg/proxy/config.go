@@ -55,6 +55,8 @@ type Config struct {
 	// Assertion configures the assertions of the upstreams whose
 	// credential is "assertion".
 	Assertion AssertionConfig `mapstructure:"assertion"`
+	// ClientCert reads client certificates an ingress passes in a header.
+	ClientCert ClientCertConfig `mapstructure:"client_cert"`
 }
 
 // UpstreamConfig says where requests go.
@@ -158,6 +160,14 @@ type RouteConfig struct {
 	// preflights and sets the CORS headers of its answers. [none: see
 	// Config.SkipAuthPreflight]
 	CORS CORSConfig `mapstructure:"cors" yaml:"cors"`
+	// ClientCert requires a verified client certificate matching it, with
+	// a token or instead of one (see ClientCertRule). [none]
+	ClientCert *ClientCertRule `mapstructure:"client_cert" yaml:"client_cert"`
+	// DPoP is the rule's DPoP mode (RFC 9449): "off" (bearer tokens only),
+	// "allowed" (bearer tokens, and DPoP-bound tokens with their proof) or
+	// "required" (only DPoP-bound tokens with their proof). A token bound
+	// to a key or certificate is checked in every mode. [idp.dpop.mode]
+	DPoP string `mapstructure:"dpop" yaml:"dpop"`
 }
 
 // HeadersConfig names the identity headers sent upstream. An empty name

@@ -18,6 +18,7 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // Options configure New. Zero values get the defaults in brackets.
@@ -71,12 +72,15 @@ type Proxy struct {
 	grpcCORS          *grpcForward           // grpc for the routes with a CORS policy; nil without any
 	ups               *upstreamSet           // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
+	dpopDefault       dpop.Mode // idp.dpop.mode: the rules without routes[].dpop (dpop.go)
 	log               *slog.Logger
 	access            *slog.Logger
 	tokenCookie       string          // the token cookie, removed from forwarded Cookie headers ("" in header mode)
 	credentialCookies []string        // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
 	preflightRule     *rule           // CORS preflights let through (Config.SkipAuthPreflight)
 	fa                *forwardAuth    // nil unless Config.ForwardAuth.Enabled
+	certs             *clientCerts    // nil unless Config.ClientCert.Header
+	challenge         string          // the Bearer challenge of the proxy's own 401s
 	verifyRule        *rule           // forward-auth verify requests
 	reserved          reservedCookies // cookies the upstream may not set
 	authPrefix        string          // "" unless include_routes
@@ -147,7 +151,11 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
 		maxBody:  c.cfg.MaxBodyBytes,
 		fa:       c.fa,
+		certs:    c.certs,
+
+		dpopDefault: ic.DPoP.Mode,
 	}
+	p.challenge = bearerChallenge(plugin)
 	p.verifyRule = &rule{index: -1, pattern: "GET " + p.verifyPathOrDefault(), policy: policyPublic,
 		desc: "forward-auth verdicts (forward_auth)", label: "(verify)"}
 	if p.metrics == nil {
@@ -314,6 +322,8 @@ func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, 
 	var clause slog.Attr // empty: left out by the handlers
 	if v.idp.Clause != "" {
 		clause = slog.String("clause", v.idp.Clause) // the rule's wording, never token content
+	} else if c := idp.PossessionCheck(v.idp.Err); c != "" {
+		clause = slog.String("dpop_check", c) // the check's name, never the proof or the token
 	}
 	p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
 		slog.String("request_id", rid),
@@ -339,6 +349,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	// spelling.
 	r.Host = canonicalHost(r.Host)
 	closeAfterChunked(w, r)
+	if p.certs != nil {
+		var bad *verdict
+		if r, bad = p.takeClientCert(r, p.fa.isVerify(r.URL.Path)); bad != nil {
+			p.refuse(w, r, *bad)
+			return *bad
+		}
+	}
 	if p.fa.isVerify(r.URL.Path) {
 		v := p.serveVerify(w, r)
 		p.answerVerify(w, v)

@@ -143,6 +143,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRul
 	}
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
 		h.setIdentity(out, id, bearerValue(in, id.Raw))
+		h.forwardProof(out, in, id)
 		if h.cred != nil {
 			h.cred.apply(p, out, id)
 		}

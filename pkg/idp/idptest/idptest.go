@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // Client is an OAuth client known to the server's token endpoint.
@@ -136,7 +137,8 @@ type Server struct {
 	opts      Options
 	hmacKey   []byte // signs JWT refresh tokens, as Keycloak's realm HMAC key
 
-	flow flowState // authorization codes, sessions, refresh tokens
+	flow flowState      // authorization codes, sessions, refresh tokens
+	dpop *dpop.Verifier // the token endpoint's DPoP proofs (bound.go)
 
 	mu      sync.Mutex
 	rsaKey  *rsa.PrivateKey
@@ -201,6 +203,11 @@ func start(o Options, t testing.TB) (*Server, error) {
 		s.clients[c.ID] = c
 	}
 	s.flow.init(o)
+	dv, err := dpop.NewVerifier(dpop.Options{Now: o.Now})
+	if err != nil {
+		return nil, fmt.Errorf("idptest: %w", err)
+	}
+	s.dpop = dv
 	s.hmacKey = make([]byte, 32)
 	_, _ = rand.Read(s.hmacKey)
 	if err := s.rotateLocked(); err != nil {

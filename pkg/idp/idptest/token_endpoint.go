@@ -24,6 +24,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 		claims := s.ServiceClaims(c)
 		claims["exp"] = s.now().Add(s.ttl).Unix()
+		tokenType, ok := s.bindToProof(w, r, claims)
+		if !ok {
+			return
+		}
 		s.applyHook("Bearer", claims)
 		tok, err := s.sign(MintOptions{}, claims)
 		if err != nil {
@@ -34,7 +38,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			"access_token":       tok,
 			"expires_in":         int(s.ttl.Seconds()),
 			"refresh_expires_in": 0,
-			"token_type":         "Bearer",
+			"token_type":         tokenType,
 			"not-before-policy":  0,
 			"scope":              claims["scope"],
 		}, jsondoc.Options{})

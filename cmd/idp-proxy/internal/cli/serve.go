@@ -110,6 +110,9 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 			return nil, active{}, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
 		}
 		ic.Session.Backend = rn.sessions
+		// DPoP proofs are remembered where sessions are: a proof replayed
+		// to another replica is refused there too.
+		ic.DPoP.Replay = rn.sessions.DPoPReplay()
 	}
 	var prev *idp.Plugin
 	if rn.rl != nil {
@@ -213,6 +216,10 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	minTLS, err := cfg.TLS.MinTLSVersion()
 	if err != nil {
 		return err
+	}
+	clientAuth, clientCAs, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return fmt.Errorf("idp-proxy: %w", err)
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -343,7 +350,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		TLSCertFile:       cfg.TLS.CertFile,
 		TLSKeyFile:        cfg.TLS.KeyFile,
 		TLSMinVersion:     minTLS,
-		TLSConfig:         acme.tlsConfig(),
+		TLSConfig:         withClientAuth(acme.tlsConfig(), clientAuth, clientCAs),
 		Logger:            log,
 	}, listeners...)
 	if err != nil {
