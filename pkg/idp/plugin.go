@@ -38,6 +38,7 @@ type Plugin struct {
 	tracer      trace.Tracer                // nil without Config.TracerProvider
 	dpop        *dpop.Verifier              // proofs of possession (binding.go)
 	dpopAlgs    string                      // the DPoP challenge's algs
+	sessionDPoP *sessionDPoP                // the sessions' DPoP key (sessiondpop.go); nil without
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token
