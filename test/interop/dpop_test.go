@@ -6,9 +6,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -205,4 +208,103 @@ log:
 	t.Run("a proof used before: 401, RFC 9449 §11.1", func(t *testing.T) {
 		dpopRefused(t, callProof(t, target, "DPoP", tok, used, link), "invalid_dpop_proof")
 	})
+}
+
+// writeDPoPKeyPEM writes key as a PKCS #8 PEM file (what
+// `idp-proxy dpop-proof --new-key` writes) and returns its path.
+func writeDPoPKeyPEM(t *testing.T, key *ecdsa.PrivateKey) string {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "session-dpop.pem")
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The browser sign-in against the certified provider (which advertises
+// dpop_signing_alg_values_supported and requires DPoP nonces) with
+// session.dpop_key_file: the proxy's code exchange carries a proof by its
+// key and answers use_dpop_nonce (RFC 9449 §5, §8), so the session's
+// access token is bound to the proxy's key (cnf.jkt, typ DPoP, §6.1); the
+// proxy admits the session on its own binding, with no proof from the
+// browser. (The refresh's binding is tested with idptest, whose clock the
+// test moves: TestSessionDPoPBoundToPluginKey_RFC9449_5_8 in pkg/idp.)
+func TestInteropSessionDPoPBound_RFC9449_5_8(t *testing.T) {
+	t.Parallel()
+	requireTools(t, needProvider)
+	key, jkt := newDPoPKey(t)
+	keyFile := writeDPoPKeyPEM(t, key)
+	proxyPort := freePort(t)
+	public := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
+	p := startProvider(t, providerOptions{RedirectURIs: []string{public + "/auth/callback"}, AccessTokenTTL: 120})
+
+	type seen struct{ auth, jkt string }
+	got := make(chan seen, 8)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/app/" {
+			return // the proxy's readiness probe
+		}
+		got <- seen{r.Header.Get("Authorization"), r.Header.Get("X-Auth-Request-Dpop-Jkt")}
+		_, _ = io.WriteString(w, "app")
+	}))
+	t.Cleanup(app.Close)
+	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	startProxyYAML(t, "idp-proxy", proxyYAMLHead("127.0.0.1:"+strconv.Itoa(proxyPort), opsAddr, app.URL, realmYAML(p.ServerURL()), public, "")+`routes:
+  - match: GET /app/
+    roles: [creator]
+default_policy: deny
+session:
+  enabled: true
+  max_age: 1h
+  dpop_key_file: `+keyFile+`
+server:
+  drain_delay: 0s
+log:
+  format: json
+`, opsAddr)
+
+	c := browserlessClient(t, "")
+	get := func() *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("GET", public+"/app/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/html")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET /app/: %v", err)
+		}
+		return resp
+	}
+	resp := submitLogin(t, c, get(), "alice", "alice-password")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "app" {
+		t.Fatalf("sign-in through the proxy: %s at %s: %s", resp.Status, resp.Request.URL, body)
+	}
+	check := func(what string) {
+		t.Helper()
+		s := <-got
+		tok, ok := strings.CutPrefix(s.auth, "DPoP ")
+		if !ok || s.jkt != jkt {
+			t.Fatalf("%s: the app got Authorization %.12q..., X-Auth-Request-Dpop-Jkt %q; want a DPoP token of the proxy's key %s", what, s.auth, s.jkt, jkt)
+		}
+		c := claims(t, tok)
+		cnf, _ := c["cnf"].(map[string]any)
+		if cnf["jkt"] != jkt || c["typ"] != "DPoP" {
+			t.Fatalf("%s: the session's token has cnf %v typ %v, want cnf.jkt %s typ DPoP", what, c["cnf"], c["typ"], jkt)
+		}
+	}
+	check("sign-in")
+	resp = get()
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("with the session: %s", resp.Status)
+	}
+	check("the next request")
 }
