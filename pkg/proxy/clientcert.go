@@ -173,6 +173,19 @@ func peerIn(prefixes []netip.Prefix, remoteAddr string) bool {
 	return false
 }
 
+// stripFrom adds the header, in every spelling ("ssl_client_cert" is
+// "ssl-client-cert" to CGI, WSGI and PHP upstreams), to the headers
+// stripped from forwarded requests: take removes only the spelling Go
+// reads.
+func (cc *clientCerts) stripFrom(h *headerRules, ups *upstreamSet) {
+	h.strip[foldName(cc.header)] = struct{}{}
+	if ups != nil {
+		for _, up := range ups.all {
+			up.headers.strip[foldName(cc.header)] = struct{}{}
+		}
+	}
+}
+
 // headerCertKey marks, in a request's context, the certificate read from
 // the trusted header (the rules' client_cert clauses read it).
 type headerCertKey struct{}

@@ -248,6 +248,16 @@ func TestCertBoundToken_RFC8705_6_5_UntrustedHeaderRefusedAndStripped(t *testing
 	if v, ok := s.up.last(t).Header["Ssl-Client-Cert"]; ok {
 		t.Fatalf("the untrusted client certificate header reached the upstream: %q", v)
 	}
+	// Another spelling, which CGI, WSGI and PHP upstreams read as the same.
+	resp, _ = do(t, "GET", s.plainProxyURL+"/abc1234", "", map[string]string{"ssl_client_cert": pemHeader(s.alice.Leaf)}, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("public route: %d", resp.StatusCode)
+	}
+	for k := range s.up.last(t).Header {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "ssl-client-cert") {
+			t.Fatalf("%s reached the upstream", k)
+		}
+	}
 }
 
 // RFC 8705 §6.5: from a trusted ingress the header's certificate is the

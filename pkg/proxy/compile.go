@@ -81,7 +81,11 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if cfg.Upstream.URL != "" {
 		u, _ = url.Parse(cfg.Upstream.URL) // validated
 	}
-	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa, certs: certs}, nil
+	c := &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa, certs: certs}
+	if certs != nil {
+		certs.stripFrom(c.headers, ups)
+	}
+	return c, nil
 }
 
 // Compiled is a Config checked and its rules compiled against the plugin
