@@ -48,6 +48,9 @@ type confirmation struct {
 	// value is the thumbprint (base64url), of the key (cnfJKT) or of
 	// the certificate (cnfX5T); the refusal's reason for cnfBad.
 	value string
+	// ath is the token's hash (cnfJKT), the ath its proofs carry: the
+	// token is hashed once, when it is verified, not on every request.
+	ath string
 }
 
 // confirmationOf reads the binding of c, a token of kind k that passed
@@ -93,6 +96,14 @@ func confirmationOf(k *tokenKind, c *token.Claims) confirmation {
 		return confirmation{kind: cnfBad, value: "a DPoP token (typ DPoP) without its key (cnf.jkt)"}
 	}
 	return got
+}
+
+// withATH returns c with the ath of raw, c's token, for a DPoP-bound one.
+func (c confirmation) withATH(raw string) confirmation {
+	if c.kind == cnfJKT {
+		c.ath = dpop.AccessTokenHash(raw)
+	}
+	return c
 }
 
 var cnfPath = token.Path{Text: "cnf", Names: []string{"cnf"}}
@@ -320,7 +331,7 @@ func (p *Plugin) checkPossession(ctx context.Context, id *Identity, pr *Presenta
 	// dpop compares the proof's key with cnf.jkt (RFC 9449 §4.3 step 12)
 	// before the replay cache: proofs by other keys cannot fill it.
 	if _, err := p.dpop.Verify(ctx, dpop.Request{Method: pr.Method, URL: pr.URL, Proofs: pr.Proofs,
-		AccessToken: pr.Token, JKT: id.cnf.value}); err != nil {
+		AccessToken: pr.Token, JKT: id.cnf.value, ATH: id.cnf.ath}); err != nil {
 		return p.proofRefused(err)
 	}
 	return nil
@@ -362,7 +373,7 @@ func ClientCertificate(r *http.Request) *x509.Certificate {
 // requestURL is the absolute URL the client used for r, without its
 // query: the scheme from the TLS connection (or, behind forward-auth, the
 // original request's), or X-Forwarded-Proto when Config.DPoP.TrustForwarded;
-// the host from Host (or X-Forwarded-Host, trusted likewise).
+// the host the rules match, Host.
 func (p *Plugin) requestURL(r *http.Request) string {
 	scheme, host := "http", r.Host
 	if r.TLS != nil || r.URL.Scheme == "https" {
@@ -371,9 +382,6 @@ func (p *Plugin) requestURL(r *http.Request) string {
 	if p.cfg.DPoP.TrustForwarded {
 		if v := r.Header["X-Forwarded-Proto"]; len(v) == 1 && (v[0] == "http" || v[0] == "https") {
 			scheme = v[0]
-		}
-		if v := r.Header["X-Forwarded-Host"]; len(v) == 1 && v[0] != "" {
-			host = v[0]
 		}
 	}
 	if host == "" {

@@ -29,10 +29,10 @@ type DPoPConfig struct {
 	// proofs (right for one replica: give several a shared cache, such
 	// as redisstore.Store's DPoPReplay).
 	dpop.Options
-	// TrustForwarded takes the scheme and host of the URL a proof must
-	// name (htu) from X-Forwarded-Proto and X-Forwarded-Host, one value
-	// each; only behind a proxy that sets them. [false: the scheme from
-	// the TLS connection, the host from Host]
+	// TrustForwarded takes the scheme of the URL a proof must name (htu)
+	// from X-Forwarded-Proto (one value, http or https); only behind a
+	// proxy that sets it. The host is always Host, the one rules match.
+	// [false: the scheme from the TLS connection]
 	TrustForwarded bool
 }
 

@@ -312,3 +312,58 @@ func selfSigned(t *testing.T) *x509.Certificate {
 	}
 	return c
 }
+
+// failingReplay is a replay cache that is down.
+type failingReplay struct{}
+
+func (failingReplay) Claim(context.Context, string, time.Time) (bool, error) {
+	return false, errors.New("connection refused")
+}
+func (failingReplay) Name() string { return "Redis" }
+
+// An outage of the replay cache is a 503 naming it (never a 401: the
+// proof could not be checked), with Retry-After.
+func TestDPoPReplayCacheOutage(t *testing.T) {
+	srv := idptest.NewServer(t)
+	key := idptest.NewDPoPKey()
+	p := dpopPlugin(t, srv, dpop.Allowed, func(c *idp.Config) { c.DPoP.Replay = failingReplay{} })
+	tok := srv.MintDPoP(boundClaims(srv), key, false)
+	rec, ran := serve(t, p, dpopRequest("DPoP", tok, key.Proof("GET", target, tok)))
+	if ran || rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), "DPoP replay cache (Redis) is unavailable") {
+		t.Fatalf("%d %q %s", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+}
+
+// RFC 9449 §4.3 step 9: htu is the URL the client used: https from the
+// TLS connection, or from X-Forwarded-Proto only when it is trusted.
+func TestDPoPHTUScheme_RFC9449_4_3_step9(t *testing.T) {
+	srv := idptest.NewServer(t)
+	key := idptest.NewDPoPKey()
+	tok := srv.MintDPoP(boundClaims(srv), key, false)
+	const https = "https://example.com/x"
+	for _, tc := range []struct {
+		name    string
+		trust   bool
+		tls     bool
+		fwd     string
+		allowed bool
+	}{
+		{"TLS", false, true, "", true},
+		{"plain HTTP", false, false, "", false},
+		{"X-Forwarded-Proto untrusted", false, false, "https", false},
+		{"X-Forwarded-Proto trusted", true, false, "https", true},
+	} {
+		p := dpopPlugin(t, srv, dpop.Allowed, func(c *idp.Config) { c.DPoP.TrustForwarded = tc.trust })
+		r := dpopRequest("DPoP", tok, key.Proof("GET", https, tok))
+		if tc.tls {
+			r.TLS = &tls.ConnectionState{}
+		}
+		if tc.fwd != "" {
+			r.Header.Set("X-Forwarded-Proto", tc.fwd)
+		}
+		if v := p.Authorize(r); v.Allowed() != tc.allowed {
+			t.Errorf("%s: allowed=%v (%v), want %v", tc.name, v.Allowed(), v.Err, tc.allowed)
+		}
+	}
+}

@@ -134,7 +134,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		// the cache never serves at or past exp).
 		if is := p.issuerOfPayload(payload); is != nil {
 			if c, err := p.decodeClaims(is, payload); err == nil {
-				id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name), cnf: confirmationOf(&accessKind, c)}
+				id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name), cnf: confirmationOf(&accessKind, c).withATH(raw)}
 				p.cache.promote(key, id, exp, gen)
 				pr.cached = true
 				return id, nil
@@ -149,7 +149,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		gen = v.gen
 	}
 	c, is := v.claims, v.is
-	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name), cnf: confirmationOf(&accessKind, c)}
+	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name), cnf: confirmationOf(&accessKind, c).withATH(raw)}
 	p.cache.put(key, id, token.NumericTime(c.Exp), now, gen)
 	return id, nil
 }

@@ -62,7 +62,12 @@ func (h *headerRules) forwardProof(out, in http.Header, id *idp.Identity) {
 	}
 	out[DPoPJKTHeader] = []string{jkt}
 	if h.forwardToken && h.cred == nil && id.Raw != "" {
-		out["Authorization"] = []string{"DPoP " + id.Raw}
+		if v := in["Authorization"]; len(v) == 1 && len(v[0]) == len("DPoP ")+len(id.Raw) &&
+			v[0][:len("DPoP ")] == "DPoP " && v[0][len("DPoP "):] == id.Raw {
+			out["Authorization"] = v[:1:1] // as sent: no copy of the token
+		} else {
+			out["Authorization"] = []string{"DPoP " + id.Raw}
+		}
 		if v := in["Dpop"]; len(v) > 0 {
 			out["Dpop"] = v
 		}

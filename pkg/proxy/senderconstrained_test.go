@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/idp-proxy/idp-proxy/internal/testneed"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
@@ -187,6 +189,12 @@ func TestDPoPProofChecksThroughProxy_RFC9449_4_3(t *testing.T) {
 			v := s.p.plugin.AuthorizeMode(reqFor(url, tok, tc.proofs), dpop.Required)
 			if got := idp.PossessionCheck(v.Err); got != tc.check {
 				t.Fatalf("check %q, want %q (%v)", got, tc.check, v.Err)
+			}
+			// The metrics name the check (never the proof).
+			var m dto.Metric
+			_ = s.p.metrics.dpopRefusals.WithLabelValues(tc.check).Write(&m)
+			if n := m.GetCounter().GetValue(); n < 1 {
+				t.Fatalf("idp_proxy_dpop_refusals_total{check=%q} = %v", tc.check, n)
 			}
 		})
 	}
