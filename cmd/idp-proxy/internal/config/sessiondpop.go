@@ -45,11 +45,19 @@ func readPEMSigner(file string) (crypto.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePEMSigner(file, b)
+}
+
+// parsePEMSigner is readPEMSigner of the file's content b.
+func parsePEMSigner(file string, b []byte) (crypto.Signer, error) {
 	block, _ := pem.Decode(b)
 	if block == nil {
 		return nil, fmt.Errorf("%s: no PEM block", file)
 	}
-	var key any
+	var (
+		key any
+		err error
+	)
 	switch block.Type {
 	case "EC PRIVATE KEY":
 		key, err = x509.ParseECPrivateKey(block.Bytes)

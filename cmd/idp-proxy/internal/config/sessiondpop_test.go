@@ -63,3 +63,19 @@ func TestSessionDPoPKeyFiles(t *testing.T) {
 		}
 	}
 }
+
+// The session key's PEM parser refuses whatever is not one private key,
+// never panicking.
+func FuzzParsePEMSigner(f *testing.F) {
+	f.Add([]byte("-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg\n-----END PRIVATE KEY-----\n"))
+	f.Add([]byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"))
+	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\n\n-----END RSA PRIVATE KEY-----\n"))
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
+	f.Add([]byte("not pem"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := parsePEMSigner("f.pem", b)
+		if (k == nil) == (err == nil) {
+			t.Fatalf("key %v and error %v", k, err)
+		}
+	})
+}
