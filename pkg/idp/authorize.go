@@ -38,7 +38,11 @@ func (p *Plugin) authorizeMode(r *http.Request, mode dpop.Mode, guards []Guard) 
 		if id, err = p.identify(r, &v); err != nil {
 			return v.with(VerdictOf(err))
 		}
-		if !boundOK(id, v.dpopScheme, mode) {
+		if v.Session && id.cnf.kind == cnfJKT {
+			if err := p.checkSessionBinding(r, id, &v); err != nil { // sessiondpop.go
+				return v.with(VerdictOf(err))
+			}
+		} else if !boundOK(id, v.dpopScheme, mode) {
 			if err := p.checkRequestPossession(r, id, v.dpopScheme, mode); err != nil {
 				return v.with(VerdictOf(err))
 			}

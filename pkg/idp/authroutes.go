@@ -74,7 +74,7 @@ func (p *Plugin) newRoutes() http.Handler {
 		KeycloakLogout: p.cfg.IssuerURL == "",
 		Now:            p.cfg.Now,
 		Logger:         p.cfg.Logger,
-		HTTPClient:     p.cfg.HTTPClient,
+		HTTPClient:     p.tokenHTTPClient(), // the sessions' DPoP proofs (sessiondpop.go)
 		HTTPTimeout:    p.cfg.HTTPTimeout,
 		Sealer:         sealer,
 		Sessions:       p.sessions,

@@ -31,6 +31,10 @@ type providerMetadata struct {
 	// RevocationAuthMethods are those of the revocation endpoint
 	// (client_secret_basic when absent: RFC 8414 §2).
 	RevocationAuthMethods []string `json:"revocation_endpoint_auth_methods_supported"`
+	// DPoPAlgs are the DPoP proof algorithms of the token endpoint (RFC
+	// 9449 §5.1); a session's tokens are bound to the proxy's key only
+	// when its algorithm is one of them (sessiondpop.go).
+	DPoPAlgs []string `json:"dpop_signing_alg_values_supported"`
 	// keycloak: a Keycloak realm's document (Config.ServerURL and Realm).
 	keycloak bool
 }

@@ -182,7 +182,10 @@
 // the DPoP scheme, or the client certificate it names; any other cnf, or
 // the token without its proof, is refused with ErrSenderConstrained
 // (never accepted as a bearer token: the downgrade RFC 9449 §7.2 warns
-// about). Tokens must be canonical (base64url
+// about). The one exception is a session's own token bound to one of
+// SessionConfig.DPoPKeys: the plugin obtained it with its key and holds
+// the key, so it checks that binding itself and asks no proof of the
+// browser. Tokens must be canonical (base64url
 // without padding or stray bits); claim names are matched exactly and a
 // name given twice in any object of the header or the claims makes the
 // token invalid, whatever would read it; exp, nbf and iat must be JSON numbers. A

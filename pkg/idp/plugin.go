@@ -13,9 +13,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
-	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -38,6 +38,7 @@ type Plugin struct {
 	tracer      trace.Tracer                // nil without Config.TracerProvider
 	dpop        *dpop.Verifier              // proofs of possession (binding.go)
 	dpopAlgs    string                      // the DPoP challenge's algs
+	sessionDPoP *sessionDPoP                // the sessions' DPoP key (sessiondpop.go); nil without
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token

@@ -1,6 +1,7 @@
 package idp
 
 import (
+	"crypto"
 	"strings"
 	"time"
 )
@@ -67,6 +68,17 @@ type SessionConfig struct {
 	// CacheSize bounds the cookie store's cache of opened sessions, which
 	// spares a request the decryption. Negative disables it. [10000]
 	CacheSize int
+	// DPoPKeys bind the sessions' tokens to the plugin (RFC 9449): where
+	// the provider's discovery advertises dpop_signing_alg_values_supported
+	// with DPoPKeys[0]'s algorithm, the code exchange and every refresh
+	// send a DPoP proof by DPoPKeys[0] (answering use_dpop_nonce), so the
+	// access tokens kept in cookies or the Backend are bound to it
+	// (cnf.jkt) and useless to whoever steals them. A session's bound
+	// token passes when it is bound to any of the keys: the others are
+	// the previous key or the next one, for a rotation without signing
+	// anyone out. Replicas must share them. ECDSA (P-256, P-384, P-521),
+	// RSA (2048 bits or more) or Ed25519. [none: bearer tokens]
+	DPoPKeys []crypto.Signer
 }
 
 func (c SessionConfig) withDefaults() SessionConfig {
@@ -98,6 +110,9 @@ func (c SessionConfig) validate(bad func(field, format string, args ...any)) {
 	}
 	if c.RefreshMargin < 0 || c.RefreshMargin >= c.MaxAge {
 		bad("refresh_margin", "session refresh margin %s: want 0 or more and less than the max age", c.RefreshMargin)
+	}
+	if _, err := newSessionDPoP(c.DPoPKeys); err != nil {
+		bad("dpop_keys", "session DPoP key: %v", err)
 	}
 	for i, s := range c.PreviousSecrets {
 		if len(s) < 32 {

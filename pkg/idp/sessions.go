@@ -19,6 +19,11 @@ import (
 
 // newSessions returns the session manager of cfg.Session.
 func newSessions(p *Plugin, cfg SessionConfig, secure bool) (*session.Manager, error) {
+	sd, err := newSessionDPoP(cfg.DPoPKeys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: session.dpop_keys: %w", ErrConfig, err)
+	}
+	p.sessionDPoP = sd
 	d := session.Deps{
 		Now:         p.cfg.Now,
 		Logger:      p.cfg.Logger,
@@ -69,7 +74,7 @@ func (p *Plugin) redeemRefreshToken(ctx context.Context, refreshToken string) (*
 	if err != nil {
 		return nil, err
 	}
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, p.cfg.HTTPClient)
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, p.tokenHTTPClient())
 	rctx, span := p.startSpan(ctx, "idp.token.refresh", trace.SpanKindClient)
 	span.SetAttributes(AttrSession.Bool(true))
 	tok, err := conf.TokenSource(rctx, &oauth2.Token{RefreshToken: refreshToken}).Token()

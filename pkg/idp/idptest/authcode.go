@@ -205,6 +205,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 // codeGrant exchanges an authorization code: single use, same client,
 // same redirect_uri, PKCE S256 verifier matching the challenge.
 func (s *Server) codeGrant(w http.ResponseWriter, r *http.Request, c Client) {
+	jkt, ok := s.proofKey(w, r) // before the code is spent: a nonce retry reuses it
+	if !ok {
+		return
+	}
 	code := r.PostForm.Get("code")
 	s.flow.mu.Lock()
 	ac := s.flow.codes[code]
@@ -231,12 +235,16 @@ func (s *Server) codeGrant(w http.ResponseWriter, r *http.Request, c Client) {
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "PKCE verification failed: Code mismatch")
 		return
 	}
-	s.issue(w, ac.sess)
+	s.issue(w, ac.sess, jkt)
 }
 
 // refreshGrant exchanges a refresh token for new tokens and a new refresh
 // token; the old one stops working (rotation).
 func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, c Client) {
+	jkt, ok := s.proofKey(w, r) // before the refresh token is spent
+	if !ok {
+		return
+	}
 	id, err := s.refreshID(r.PostForm.Get("refresh_token"))
 	if err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "Invalid refresh token")
@@ -262,7 +270,7 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, c Client) 
 	case s.now().After(e.exp):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "Token is not active")
 	default:
-		s.issue(w, e.sess)
+		s.issue(w, e.sess, jkt)
 	}
 }
 
@@ -294,8 +302,9 @@ func (s *Server) refreshID(tok string) (string, error) {
 
 // issue answers a token response for sess: access token, ID token (when
 // the scope has openid) with nonce, at_hash and azp, and a new refresh
-// token.
-func (s *Server) issue(w http.ResponseWriter, sess *session) {
+// token. With jkt (the thumbprint of the key of the request's DPoP proof),
+// the access token is bound to that key (RFC 9449 §5).
+func (s *Server) issue(w http.ResponseWriter, sess *session, jkt string) {
 	now := s.now()
 	exp := now.Add(s.ttl)
 	access := s.UserClaims(sess.client, sess.user.Username, sess.user.RealmRoles...)
@@ -312,6 +321,7 @@ func (s *Server) issue(w http.ResponseWriter, sess *session) {
 		}
 		ra[client] = map[string]any{"roles": l}
 	}
+	tokenType := s.bindClaims(access, jkt)
 	s.applyHook("Bearer", access)
 	at, err := s.sign(MintOptions{}, access)
 	if err != nil {
@@ -321,7 +331,7 @@ func (s *Server) issue(w http.ResponseWriter, sess *session) {
 	resp := map[string]any{
 		"access_token":      at,
 		"expires_in":        int(s.ttl.Seconds()),
-		"token_type":        "Bearer",
+		"token_type":        tokenType,
 		"not-before-policy": 0,
 		"session_state":     sess.id,
 		"scope":             access["scope"],

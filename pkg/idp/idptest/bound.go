@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -96,24 +97,51 @@ func CertThumbprint(cert *x509.Certificate) string {
 func (k *DPoPKey) String() string { return fmt.Sprintf("DPoPKey(%s)", k.JKT) }
 
 // bindToProof binds a client_credentials token to the client's DPoP key
-// when the request carries a proof (RFC 9449 §5): the proof is checked
-// for this POST to the token endpoint, claims get cnf.jkt (and, from a
-// Keycloak-shaped server, typ "DPoP", as Keycloak 26.4 marks them), and
-// the token type is "DPoP". A bad proof is answered 400
-// invalid_dpop_proof (§5.1); ok is false then.
+// when the request carries a proof (RFC 9449 §5): see proofKey and
+// bindClaims. ok is false when the proof was refused (answered).
 func (s *Server) bindToProof(w http.ResponseWriter, r *http.Request, claims map[string]any) (tokenType string, ok bool) {
+	jkt, ok := s.proofKey(w, r)
+	if !ok {
+		return "", false
+	}
+	return s.bindClaims(claims, jkt), true
+}
+
+// proofKey checks the DPoP proof of a token request, if it carries one
+// (RFC 9449 §5), for this POST to the token endpoint, and returns its
+// key's thumbprint ("" without a proof). A bad proof is answered 400
+// invalid_dpop_proof (§5.1), a missing or stale server nonce (with
+// Options.DPoPNonce) 400 use_dpop_nonce with a DPoP-Nonce header (§8);
+// ok is false then.
+func (s *Server) proofKey(w http.ResponseWriter, r *http.Request) (jkt string, ok bool) {
 	proofs := r.Header["Dpop"]
 	if len(proofs) == 0 {
-		return "Bearer", true
+		return "", true
 	}
 	p, err := s.dpop.Verify(r.Context(), dpop.Request{Method: r.Method, URL: s.TokenURL(), Proofs: proofs})
 	if err != nil {
+		if de := (*dpop.Error)(nil); errors.As(err, &de) && de.Code == dpop.CodeUseNonce {
+			w.Header().Set("DPoP-Nonce", s.dpop.Nonce())
+			oauthError(w, http.StatusBadRequest, dpop.CodeUseNonce, "Authorization server requires nonce in DPoP proof")
+			return "", false
+		}
 		oauthError(w, http.StatusBadRequest, dpop.CodeInvalidProof, "invalid DPoP proof")
 		return "", false
 	}
-	claims["cnf"] = map[string]any{"jkt": p.JKT}
+	return p.JKT, true
+}
+
+// bindClaims binds an access token's claims to the key of thumbprint jkt
+// ("" leaves it a bearer token): cnf.jkt, and, from a Keycloak-shaped
+// server, typ "DPoP", as Keycloak 26.4 marks them. It returns the token
+// type of the response.
+func (s *Server) bindClaims(claims map[string]any, jkt string) string {
+	if jkt == "" {
+		return "Bearer"
+	}
+	claims["cnf"] = map[string]any{"jkt": jkt}
 	if !s.opts.PlainIssuer {
 		claims["typ"] = "DPoP"
 	}
-	return "DPoP", true
+	return "DPoP"
 }

@@ -121,6 +121,10 @@ type Options struct {
 	// move time forward (token expiry, refresh) without sleeping.
 	// [time.Now]
 	Now func() time.Time
+	// DPoPNonce makes the token endpoint require server nonces in DPoP
+	// proofs (RFC 9449 §8): a proof without the current one is answered
+	// 400 use_dpop_nonce with a DPoP-Nonce header. [false]
+	DPoPNonce bool
 }
 
 // PlainPrefix is the path of the endpoints of a server with
@@ -212,7 +216,11 @@ func start(o Options, t testing.TB) (*Server, error) {
 		s.clients[c.ID] = c
 	}
 	s.flow.init(o)
-	dv, err := dpop.NewVerifier(dpop.Options{Now: o.Now})
+	do := dpop.Options{Now: o.Now}
+	if o.DPoPNonce {
+		do.Nonce, do.NonceSecret = true, []byte(randomHex(32))
+	}
+	dv, err := dpop.NewVerifier(do)
 	if err != nil {
 		return nil, fmt.Errorf("idptest: %w", err)
 	}
@@ -349,6 +357,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		"response_types_supported":                   []string{"code"},
 		"id_token_signing_alg_values_supported":      []string{"RS256", "ES256"},
 		"code_challenge_methods_supported":           []string{"S256"},
+		"dpop_signing_alg_values_supported":          s.dpop.Algorithms(),
 	}
 	if s.opts.Discovery != nil {
 		s.opts.Discovery(doc)

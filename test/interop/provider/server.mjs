@@ -181,6 +181,20 @@ const SERVICE_ACCOUNTS = {
     appRoles: ['creator'],
     permissions: ['create:links'],
   },
+  'svc-mtls': {
+    id: '8c1e4a7f-2b9d-4f3e-a5c6-7d0b9e2f1a48',
+    realmRoles: ['creator'],
+    clientRoles: {},
+    appRoles: ['creator'],
+    permissions: ['create:links'],
+  },
+  'svc-dpop': {
+    id: '2a6f8e1c-5d3b-4c7a-9e2f-0b1d4c6a8e35',
+    realmRoles: ['creator'],
+    clientRoles: {},
+    appRoles: ['creator'],
+    permissions: ['create:links'],
+  },
 };
 
 const CLIENTS = [
@@ -207,6 +221,29 @@ const CLIENTS = [
     response_types: [],
     redirect_uris: [],
     token_endpoint_auth_method: 'client_secret_basic',
+  },
+  {
+    // a machine client whose access tokens are always DPoP-bound (RFC 9449):
+    // Keycloak's "OAuth 2.0 DPoP Bound Access Tokens Enabled"
+    client_id: 'svc-dpop',
+    client_secret: 'svc-dpop-secret',
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+    dpop_bound_access_tokens: true,
+  },
+  {
+    // a machine client whose access tokens are bound to its TLS client
+    // certificate (RFC 8705 §3): Keycloak's "OAuth 2.0 Mutual TLS
+    // Certificate Bound Access Tokens Enabled"
+    client_id: 'svc-mtls',
+    client_secret: 'svc-mtls-secret',
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+    token_endpoint_auth_method: 'client_secret_basic',
+    tls_client_certificate_bound_access_tokens: true,
   },
 ];
 
@@ -329,6 +366,22 @@ function configuration(jwks) {
       revocation: { enabled: true },
       userinfo: { enabled: true },
       pushedAuthorizationRequests: { enabled: false },
+      // RFC 9449: a client that sends a DPoP proof to the token endpoint gets
+      // a token bound to its key (cnf.jkt), as from Keycloak 26.4; server
+      // nonces (§8) are required, so that clients must answer use_dpop_nonce
+      dPoP: { enabled: true, nonceSecret: crypto.randomBytes(32), requireNonce: () => true },
+      // RFC 8705 §3: certificate-bound tokens. The server listens on plain
+      // http: the client certificate comes, as from a TLS-terminating
+      // ingress (nginx's $ssl_client_escaped_cert), URL-encoded in the
+      // ssl-client-cert header. Only loopback tests reach this server.
+      mTLS: {
+        enabled: true,
+        certificateBoundAccessTokens: true,
+        getCertificate(ctx) {
+          const h = ctx.get('ssl-client-cert');
+          return h ? decodeURIComponent(h.replace(/\+/g, ' ')) : undefined; // %2B is a '+'
+        },
+      },
       // OpenID Connect Back-Channel Logout 1.0: ending the session here (the
       // end_session confirmation) POSTs a logout token to the client's
       // backchannel_logout_uri before the browser is redirected
@@ -515,7 +568,8 @@ function keycloakShape(token, p) {
     iss,
     aud: keycloakAudience(token, aud),
     sub: token.kind === 'ClientCredentials' ? (SERVICE_ACCOUNTS[clientId]?.id ?? sub) : sub,
-    typ: typ ?? 'Bearer',
+    // Keycloak (26.4+) marks its DPoP-bound access tokens typ "DPoP"
+    typ: cnf?.jkt ? 'DPoP' : (typ ?? 'Bearer'),
     azp: azp ?? clientId,
     sid,
     session_state: sessionState,

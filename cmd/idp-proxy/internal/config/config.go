@@ -243,11 +243,12 @@ func Default() File {
 		Assertion:   pd.Assertion,
 		ClientCert:  proxy.ClientCertConfig{TrustedCIDRs: []string{}},
 		Session: Session{
-			Store:         StoreCookie,
-			CookieName:    id.Session.CookieName,
-			MaxAge:        id.Session.MaxAge,
-			RefreshMargin: id.Session.RefreshMargin,
-			RefreshWait:   id.Session.RefreshWait,
+			Store:                StoreCookie,
+			CookieName:           id.Session.CookieName,
+			MaxAge:               id.Session.MaxAge,
+			RefreshMargin:        id.Session.RefreshMargin,
+			RefreshWait:          id.Session.RefreshWait,
+			DPoPAcceptedKeyFiles: []string{},
 		},
 	}
 }

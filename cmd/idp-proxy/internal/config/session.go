@@ -49,6 +49,13 @@ type Session struct {
 	// PreviousSecretsFile holds former idp.session_secret values, one per
 	// line, still accepted to open session cookies (key rotation). [""]
 	PreviousSecretsFile string `mapstructure:"previous_secrets_file"`
+	// DPoPKeyFile is a PEM private key (ECDSA, RSA or Ed25519) the proxy
+	// binds its sessions' tokens to (RFC 9449) where the provider
+	// advertises DPoP; replicas share it. [""; bearer tokens]
+	DPoPKeyFile string `mapstructure:"dpop_key_file"`
+	// DPoPAcceptedKeyFiles are more PEM keys whose bound sessions still
+	// pass: the previous key after a rotation, the next one before it. [none]
+	DPoPAcceptedKeyFiles []string `mapstructure:"dpop_accepted_key_files"`
 }
 
 // Session stores.
@@ -88,6 +95,13 @@ func (s Session) sessionConfig(noSecrets bool) (*idp.SessionConfig, error) {
 		PostLogoutRedirectURI: s.PostLogoutRedirectURI,
 	}
 	sc.CookieDomain = s.CookieDomain
+	if !noSecrets {
+		dk, err := s.sessionDPoPKeys() // sessiondpop.go
+		if err != nil {
+			return nil, err
+		}
+		sc.DPoPKeys = dk
+	}
 	if s.PreviousSecretsFile != "" && !noSecrets {
 		f, err := os.Open(s.PreviousSecretsFile)
 		if err != nil {
