@@ -449,9 +449,10 @@ func (p *Proxy) corsForwarder(rp *httputil.ReverseProxy) *httputil.ReverseProxy 
 		return nil
 	}
 	c := *rp
+	modify := rp.ModifyResponse // the gRPC forwarder's has more to do
 	c.ModifyResponse = func(resp *http.Response) error {
 		stripCORS(resp.Header)
-		return p.modifyResponse(resp)
+		return modify(resp)
 	}
 	return &c
 }

@@ -53,8 +53,32 @@ func (p *Proxy) newGRPCForward(tr http.RoundTripper, c UpstreamConfig, rewrite f
 		tr = t
 	}
 	rp := p.newReverseProxy(p.traced(tr), rewrite)
-	rp.FlushInterval = -1 // every message at once, whatever the upstream's framing
+	// No negative FlushInterval: ReverseProxy would flush the headers of
+	// every answer at once, from a timer racing with the end of the copy
+	// (golang/go#56317). For an upstream's trailers-only answer (HEADERS
+	// with grpc-status and END_STREAM) a flush that wins sends the headers
+	// without END_STREAM and ends the stream with an empty DATA frame,
+	// which gRPC clients take for a call without status (Internal "server
+	// closed the stream without sending trailers"). Instead the answers
+	// with a body are made to flush each write, see grpcFlush.
+	modify := rp.ModifyResponse
+	rp.ModifyResponse = func(resp *http.Response) error {
+		grpcFlush(resp)
+		return modify(resp)
+	}
 	return &grpcForward{rp: rp, streamTimeout: c.StreamTimeout}
+}
+
+// grpcFlush makes ReverseProxy send every message of resp at once,
+// whatever the upstream's framing, and a bodiless answer (the HTTP/2
+// transport gives a length of 0 to a stream ended with its headers) in
+// one piece when the handler returns: with FlushInterval 0, ReverseProxy
+// flushes each write of the answers of unknown length (-1) and never
+// flushes the others before their trailers.
+func grpcFlush(resp *http.Response) {
+	if resp.ContentLength != 0 {
+		resp.ContentLength = -1
+	}
 }
 
 // serve forwards the call r, whose deadlines become the stream timeout's.
