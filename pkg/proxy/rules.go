@@ -57,6 +57,8 @@ type ruleSet struct {
 	foldedExclude map[string]*rule
 	upperPatterns bool // a pattern or excluded path is not its own foldCase
 	cors          bool // a rule has a CORS policy
+
+	memo *ruleMemo // match's answers
 }
 
 // compileRules compiles routes into a ServeMux, once. Conflicting or
@@ -66,7 +68,7 @@ type ruleSet struct {
 // issuers are the names of the trusted issuers (idp.Config.IssuerName and
 // the names of idp.Config.Issuers) that rules may name.
 func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string, issuers ...string) (*ruleSet, error) {
-	rs := &ruleSet{mux: http.NewServeMux(), folded: http.NewServeMux()}
+	rs := &ruleSet{mux: http.NewServeMux(), folded: http.NewServeMux(), memo: newRuleMemo()}
 	if len(excluded) > 0 {
 		rs.exclude = make(map[string]*rule, len(excluded))
 		rs.foldedExclude = make(map[string]*rule, len(excluded))
@@ -436,7 +438,7 @@ func explainConflict(earlier []*rule, i int, pattern string, cause error) error 
 // would redirect to its subtree ("/admin" for "/admin/") is judged by the
 // subtree's rule, the stricter reading; other misses get the default rule.
 func (rs *ruleSet) match(r *http.Request) *rule {
-	return rs.matchIn(rs.mux, rs.exclude, r)
+	return rs.memo.match(rs, r)
 }
 
 // caseSafe reports whether r, judged by ru, would be judged by the same
