@@ -72,7 +72,7 @@ wanted() {
 cases=${INSTR_CASES:-}
 for c in ${cases//,/ }; do
 	case "$c" in
-	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors) ;;
+	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors | idp-exchange | idp-dpop) ;;
 	*) echo "bench/instr.sh: INSTR_CASES names an unknown case: $c" >&2; exit 2 ;;
 	esac
 done

@@ -19,7 +19,7 @@ func FuzzParseProof(f *testing.F) {
 	f.Add("eyJ0eXAiOiJkcG9wK2p3dCIsImFsZyI6IkVTMjU2IiwiandrIjp7fX0.e30.AA")
 	v := newTestVerifier(f, Options{Now: func() time.Time { return time.Unix(1562262616, 0) }})
 	f.Fuzz(func(t *testing.T, raw string) {
-		if p, err := parseProof(raw, v.names, v.headers); err == nil && p.signingInput == "" {
+		if p, err := parseProof(raw, v.names, v.headers); err == nil && len(p.signingInput) == 0 {
 			t.Fatal("parsed without a signing input")
 		}
 		p, err := v.Verify(ctx, Request{Method: "POST", URL: "https://server.example.com/token", Proofs: []string{raw}})
@@ -58,4 +58,43 @@ func FuzzNormalizeHTU(f *testing.F) {
 			t.Fatalf("NormalizeHTU(%q) = %q, then %q, %v", in, out, again, err)
 		}
 	})
+}
+
+// FuzzFlatClaims: the one-pass claims reader accepts only payloads that
+// readClaims reads to the same claims.
+func FuzzFlatClaims(f *testing.F) {
+	f.Add(`{"jti":"a","htm":"GET","htu":"https://x/y","iat":1562262616,"ath":"q","nonce":"n"}`)
+	f.Add(` { "jti" : "a" , "iat" : -1.5e3 } `)
+	f.Add(`{}`)
+	f.Add(`{"jti":"a","jti":"b"}`)
+	f.Add(`{"iat":1e999}`)
+	f.Add(`{"iat":"1"}`)
+	f.Add(`{"jti":"a\u0062"}`)
+	f.Add(`{"jti":"a",}`)
+	f.Add(`{"iat":01}`)
+	f.Fuzz(func(t *testing.T, c string) {
+		var fast, slow proofJWS
+		if !fast.readFlatClaims(c) {
+			if claimsOf(&fast) != claimsOf(&proofJWS{}) {
+				t.Fatal("refused, yet set claims")
+			}
+			return
+		}
+		if err := slow.readClaims([]byte(c), nil); err != nil {
+			t.Fatalf("one pass accepted what readClaims refuses: %v", err)
+		}
+		if claimsOf(&fast) != claimsOf(&slow) {
+			t.Fatalf("one pass read %+v, readClaims %+v", claimsOf(&fast), claimsOf(&slow))
+		}
+	})
+}
+
+type claimFields struct {
+	jti, htm, htu, ath, nonce string
+	hasATH, hasNonce, hasIAT  bool
+	iat                       float64
+}
+
+func claimsOf(p *proofJWS) claimFields {
+	return claimFields{p.jti, p.htm, p.htu, p.ath, p.nonce, p.hasATH, p.hasNonce, p.hasIAT, p.iat}
 }

@@ -24,6 +24,9 @@ type cachedHeader struct {
 	segment  string // the header as sent, base64url
 	alg, typ string
 	key      *publicJWK
+	// prefix is the hash of segment and its dot, the start of every
+	// signing input with this header; nil for EdDSA.
+	prefix *hashPrefix
 }
 
 const headerCacheSlots = 1024

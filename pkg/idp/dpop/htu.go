@@ -52,17 +52,21 @@ func NormalizeHTU(uri string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	b.Grow(len(scheme) + 3 + len(host) + 6 + len(path))
-	b.WriteString(scheme)
-	b.WriteString("://")
-	b.WriteString(host)
+	// Built on the stack: a URI already in normal form, as the request's
+	// URI and most htu are, is returned as given, without an allocation.
+	var a [256]byte
+	b := append(a[:0], scheme...)
+	b = append(b, "://"...)
+	b = append(b, host...)
 	if port != "" {
-		b.WriteByte(':')
-		b.WriteString(port)
+		b = append(b, ':')
+		b = append(b, port...)
 	}
-	b.WriteString(path)
-	return b.String(), nil
+	b = append(b, path...)
+	if string(b) == uri {
+		return uri, nil
+	}
+	return string(b), nil
 }
 
 func errHTU(reason string) error { return errors.New("dpop: URI " + reason) }

@@ -121,7 +121,7 @@ func sign(key crypto.Signer, alg, input string) ([]byte, error) {
 	}
 	var buf [64]byte
 	h := algHash(alg)
-	sum := digest(h, input, &buf)
+	sum := digest(h, []byte(input), &buf)
 	var opts crypto.SignerOpts = h
 	if alg[0] == 'P' {
 		opts = &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: h}

@@ -29,12 +29,16 @@ var ErrReplayFull = errors.New("dpop: replay cache full")
 // on every replica. The thumbprint is in it so that one client cannot
 // block another's proof by guessing its jti.
 func replayKey(jkt, jti string) string {
-	h := sha256.New()
-	h.Write([]byte(jkt))
-	h.Write([]byte{0})
-	h.Write([]byte(jti))
-	var sum [sha256.Size]byte
-	return base64.RawURLEncoding.EncodeToString(h.Sum(sum[:0]))
+	// One buffer on the stack for the hash's input and one for its
+	// encoding: the key's string is the only allocation. A thumbprint is
+	// 43 bytes and Verify bounds jti by MaxJTILength; longer inputs (from
+	// other callers) take the heap.
+	var in [64 + 1 + MaxJTILength]byte
+	b := append(append(append(in[:0], jkt...), 0), jti...)
+	sum := sha256.Sum256(b)
+	var enc [43]byte
+	base64.RawURLEncoding.Encode(enc[:], sum[:])
+	return string(enc[:])
 }
 
 // memoryReplay is a bounded in-memory ReplayCache.

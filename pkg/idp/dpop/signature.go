@@ -7,6 +7,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
+	"hash"
 )
 
 // algHash is the digest of a JWS alg (RFC 7518 §3.1); 0 for EdDSA, which
@@ -23,34 +24,83 @@ func algHash(alg string) crypto.Hash {
 	return 0
 }
 
-// digest hashes the signing input with h without copying it.
-func digest(h crypto.Hash, input string, buf *[64]byte) []byte {
+// digest hashes the signing input with h.
+func digest(h crypto.Hash, input []byte, buf *[64]byte) []byte {
 	switch h {
 	case crypto.SHA256:
-		d := sha256.New()
-		d.Write([]byte(input))
-		return d.Sum(buf[:0])
+		sum := sha256.Sum256(input)
+		return append(buf[:0], sum[:]...)
 	case crypto.SHA384:
-		d := sha512.New384()
-		d.Write([]byte(input))
-		return d.Sum(buf[:0])
+		sum := sha512.Sum384(input)
+		return append(buf[:0], sum[:]...)
 	default:
-		d := sha512.New()
-		d.Write([]byte(input))
-		return d.Sum(buf[:0])
+		sum := sha512.Sum512(input)
+		return append(buf[:0], sum[:]...)
 	}
 }
 
+// newHash returns a hash of h's that can be cloned (crypto/sha256 and
+// crypto/sha512 implement hash.Cloner).
+func newHash(h crypto.Hash) hash.Cloner {
+	switch h {
+	case crypto.SHA256:
+		return sha256.New().(hash.Cloner)
+	case crypto.SHA384:
+		return sha512.New384().(hash.Cloner)
+	}
+	return sha512.New().(hash.Cloner)
+}
+
+// hashPrefix is the state of the signing input's hash after its first n
+// bytes: the header segment and its dot, the same in every proof of a
+// client, hashed once when its header is cached.
+type hashPrefix struct {
+	h hash.Cloner
+	n int
+}
+
+// newHashPrefix hashes segment and the dot after it for alg; nil for
+// EdDSA, which signs the message itself.
+func newHashPrefix(alg, segment string) *hashPrefix {
+	h := algHash(alg)
+	if h == 0 {
+		return nil
+	}
+	d := newHash(h)
+	d.Write([]byte(segment))
+	d.Write([]byte{'.'})
+	return &hashPrefix{h: d, n: len(segment) + 1}
+}
+
+// sum hashes input, whose first n bytes are those hashed in p.
+func (p *hashPrefix) sum(input []byte, buf *[64]byte) ([]byte, bool) {
+	c, err := p.h.Clone()
+	if err != nil {
+		return nil, false
+	}
+	c.Write(input[p.n:])
+	return c.Sum(buf[:0]), true
+}
+
 // verifySignature checks the JWS signature sig of input with key, which
-// fitsAlg has matched with alg.
-func verifySignature(alg string, key crypto.PublicKey, input string, sig []byte) bool {
+// fitsAlg has matched with alg. prefix, when not nil, holds the hash of
+// the start of input (from the header cache).
+func verifySignature(alg string, key crypto.PublicKey, input []byte, sig []byte, prefix *hashPrefix) bool {
 	if alg == "EdDSA" {
 		pub := key.(ed25519.PublicKey)
-		return len(sig) == ed25519.SignatureSize && ed25519.Verify(pub, []byte(input), sig)
+		return len(sig) == ed25519.SignatureSize && ed25519.Verify(pub, input, sig)
 	}
 	var buf [64]byte
 	h := algHash(alg)
-	sum := digest(h, input, &buf)
+	var sum []byte
+	if prefix != nil {
+		var ok bool
+		if sum, ok = prefix.sum(input, &buf); !ok {
+			return false
+		}
+	} else {
+		sum = digest(h, input, &buf)
+	}
 	switch alg[0] {
 	case 'E':
 		pub := key.(*ecdsa.PublicKey)

@@ -133,11 +133,12 @@ func (v *Verifier) Verify(ctx context.Context, r Request) (Proof, error) {
 		return Proof{}, invalid(CheckJKT, "proof key is not the key the access token is bound to")
 	}
 	// Step 6: the signature, with the jwk.
-	if !verifySignature(p.alg, key.key, p.signingInput, p.sig) {
+	if !verifySignature(p.alg, key.key, p.signingInput, p.sig, p.prefix) {
 		return Proof{}, invalid(CheckSignature, "signature does not verify with jwk")
 	}
 	if !cached {
-		v.headers.put(&cachedHeader{segment: p.headerSegment, alg: p.alg, typ: p.typ, key: key})
+		v.headers.put(&cachedHeader{segment: p.headerSegment, alg: p.alg, typ: p.typ, key: key,
+			prefix: newHashPrefix(p.alg, p.headerSegment)})
 	}
 	// Step 11 (§11.1): a jti seen once within the window, remembered
 	// until no clock could accept the proof again.
