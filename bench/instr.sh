@@ -34,7 +34,6 @@
 # (RFC 8693 at bench/provider, audience bench-api): after the first
 # request the exchanged token is cached, so its ratio to idp-repeated is
 # the cost of a cached exchange.
-# INSTR_CASES="idp-repeated idp-exchange" runs only the cases named.
 # idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
 # OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
 # exporting over OTLP/HTTP to bench/otlpsink.
@@ -109,8 +108,6 @@ up=$(free_port)
 "$work/upstream" -listen "127.0.0.1:$up" >"$work/upstream.log" 2>&1 &
 pids+=($!)
 mkdir "$work/tokens"
-# wanted NAME: the case is in INSTR_CASES (all when unset).
-wanted() { [ -z "${INSTR_CASES:-}" ] || [[ " $INSTR_CASES " == *" $1 "* ]]; }
 idp=$(free_port)
 dpopargs=()
 if wanted idp-dpop; then dpopargs=(-dpop-url "http://127.0.0.1:$idp/dpop/items" -dpop-n 40000); fi
@@ -357,7 +354,8 @@ dp=$(ir_of idp-dpop)
 rep=$(ir_of idp-repeated)
 if [ -n "$dp" ] && [ -n "$rep" ]; then
 	es=$(es256_ir)
-	awk -v d="$dp" -v r="$rep" -v e="$es" 'BEGIN {
+	awk -v d="$dp" -v r="$rep" -v e="${es:-0}" 'BEGIN {
+		if (e <= 0) { printf "idp-dpop / idp-repeated: %.3f; one ES256 verification: no count (bench/es256verify)\n", d / r; exit }
 		printf "idp-dpop / idp-repeated: %.3f; one ES256 verification: %d instructions; idp-dpop - idp-repeated = %d = %.2f ES256 verifications + %.1f %% of idp-repeated; budget (one verification + 15 %%): %d, %s\n",
 			d / r, e, d - r, (d - r) / e, ((d - r) - e) * 100 / r, e + 0.15 * r, (d - r <= e + 0.15 * r) ? "within" : "OVER" }'
 fi
