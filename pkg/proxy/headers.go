@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -424,13 +425,14 @@ func stripCookies(h http.Header, names []string) {
 // header, one that frames or selects the request, or one the proxy sets;
 // a path that does not parse (see idp.ClaimPath). It does not know the
 // configured identity headers: Compile also refuses a claim header that
-// is one of them. nil when the pair is fine.
+// is one of them. nil when the pair is fine; a problem of the name
+// matches ErrHeaderName (errors.Is), one of the path does not.
 func CheckClaimHeader(name, path string) error {
 	if !isToken(name) {
-		return fmt.Errorf("%q is not a valid header name", name)
+		return headerNameError(fmt.Sprintf("%q is not a valid header name", name))
 	}
 	if reason := reservedHeader(foldName(name)); reason != "" {
-		return fmt.Errorf("%q is %s: choose another header name (X-Auth-Request-... is the convention)", name, reason)
+		return headerNameError(fmt.Sprintf("%q is %s: choose another header name (X-Auth-Request-... is the convention)", name, reason))
 	}
 	if path == "" {
 		return fmt.Errorf("%q names no claim: give a claim path (tid, groups, https://example.com/roles)", name)
@@ -440,3 +442,14 @@ func CheckClaimHeader(name, path string) error {
 	}
 	return nil
 }
+
+// ErrHeaderName is matched (errors.Is) by CheckClaimHeader's problems of
+// the header name, as opposed to those of the claim path, so that a
+// caller can point at the one to fix.
+var ErrHeaderName = errors.New("proxy: not a usable header name")
+
+// headerNameError is a problem of a header name; its message says which.
+type headerNameError string
+
+func (e headerNameError) Error() string        { return string(e) }
+func (e headerNameError) Is(target error) bool { return target == ErrHeaderName }
