@@ -143,9 +143,13 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the plugin's logs; tokens are never logged. [discard]
 	Logger *slog.Logger
-	// Leeway is the clock skew tolerated on exp, nbf and iat. Set a negative
-	// value for none (it stays negative in Plugin.Config). [10s]
+	// Leeway is the clock skew tolerated on exp, nbf and iat, unless
+	// NoLeeway. [10s]
 	Leeway time.Duration
+	// NoLeeway tolerates no clock skew: Leeway is not used. A negative
+	// Leeway, the former spelling of "none", still means it (New logs a
+	// deprecation warning) and stays negative in Plugin.Config. [false]
+	NoLeeway bool
 	// Now returns the current time for claim checks. [time.Now]
 	Now func() time.Time
 	// MaxTokenBytes rejects longer tokens before any parsing. [16 KiB]
@@ -181,9 +185,13 @@ type Config struct {
 	// SHA-256 of the token, never used past the token's exp, dropped when
 	// the key set changes; an entry is the verified payload, not the
 	// decoded identity). A table of the 256 tokens presented
-	// most recently sits in front of it (and goes with it). Negative
-	// disables both. [10000]
+	// most recently sits in front of it (and goes with it). [10000]
 	VerifiedCacheSize int
+	// DisableVerifiedCache turns that cache and the table in front of it
+	// off: every presentation of a token is verified in full. A negative
+	// VerifiedCacheSize, the former spelling, still does (New logs a
+	// deprecation warning). [false: the cache is on]
+	DisableVerifiedCache bool
 
 	// SessionSecret seals the login-state and session cookies of the /auth
 	// routes (AES-GCM). At least 32 bytes; required when IncludeRoutes.
@@ -267,10 +275,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	// A negative Leeway ("none") stays negative, so that applying the
-	// defaults again (idp.New(ctx, p.Config())) cannot turn it into the
-	// default; checkTimes reads it as zero.
-	if c.Leeway == 0 {
+	// The former spelling of the switches, a negative value, sets them
+	// and stays as written.
+	if c.Leeway < 0 {
+		c.NoLeeway = true
+	}
+	if c.Leeway == 0 && !c.NoLeeway {
 		c.Leeway = DefaultLeeway
 	}
 	if c.Now == nil {
@@ -288,7 +298,10 @@ func (c Config) withDefaults() Config {
 	if c.FirstKeysWait == 0 {
 		c.FirstKeysWait = DefaultFirstKeysWait
 	}
-	if c.VerifiedCacheSize == 0 {
+	if c.VerifiedCacheSize < 0 {
+		c.DisableVerifiedCache = true
+	}
+	if c.VerifiedCacheSize == 0 && !c.DisableVerifiedCache {
 		c.VerifiedCacheSize = DefaultVerifiedCacheSize
 	}
 	if len(c.Scopes) == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -60,9 +61,13 @@ type Plugin struct {
 // Background work (key refreshes) stops when ctx is done or Close is
 // called.
 func New(ctx context.Context, cfg Config) (*Plugin, error) {
+	deprecated := deprecatedSpellings(cfg)
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	for _, d := range deprecated {
+		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idp: deprecated configuration", slog.String("field", d.field), slog.String("instead", d.instead))
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = defaultHTTPClient(cfg.HTTPTimeout)
@@ -72,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		cfg:         cfg,
 		issuer:      iss,
 		realmQuoted: quoteRealm(cfg.challengeRealm()),
-		cache:       newTokenCache(cfg.VerifiedCacheSize),
+		cache:       newTokenCache(cfg.verifiedCacheSize()),
 		intern:      token.NewInterner(),
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),

@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", AssertionHeader: "X-Auth-Request-Assertion", ShutdownTimeout: 25 * time.Second,
 		DrainDelay: 5 * time.Second, StoreTimeout: 5 * time.Second,
-		CacheSize: 100_000, CacheTTL: 5 * time.Second, CacheStaleIfError: time.Minute, MetricsListen: "127.0.0.1:9091",
+		Cache: true, CacheSize: 100_000, CacheTTL: 5 * time.Second, CacheStaleIfError: time.Minute, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
 		UsernameHeader:     "X-Auth-Request-Preferred-Username",
 		VisitFlushInterval: time.Second, VisitStats: true, VisitRetentionDays: 30,
@@ -423,4 +423,20 @@ func FuzzParseStore(f *testing.F) {
 			}
 		}
 	})
+}
+
+// --cache=false is the redirect cache's switch; the size keeps its
+// default, so that zero is never needed to mean "off".
+func TestCacheSwitch(t *testing.T) {
+	cfg, err := capture(t, "--cache=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cache || cfg.CacheSize != 100_000 {
+		t.Fatalf("--cache=false: cache %v, size %d; want off, the default size", cfg.Cache, cfg.CacheSize)
+	}
+	t.Setenv("SHORTENER_CACHE", "false")
+	if cfg, err = capture(t); err != nil || cfg.Cache {
+		t.Fatalf("SHORTENER_CACHE=false: cache %v, %v", cfg.Cache, err)
+	}
 }
