@@ -339,7 +339,7 @@ func (c Config) WithDefaults() Config { return c.withDefaults() }
 func (c Config) validate() error {
 	var errs []error
 	report := func(field string, missing bool, format string, args ...any) {
-		errs = append(errs, &ConfigError{Field: field, Missing: missing, Problem: fmt.Sprintf(format, args...)})
+		errs = append(errs, configError(field, missing, format, args...))
 	}
 	bad := func(field, format string, args ...any) { report(field, false, format, args...) }
 	missing := func(field, format string, args ...any) { report(field, true, format, args...) }

@@ -159,7 +159,7 @@ func TestPlaceholderSessionSecretRefused(t *testing.T) {
 }
 
 // Every problem Validate reports is a *ConfigError naming its field by
-// key, Missing only for a required field that is not set, so a caller
+// its Go path, Missing only for a required field that is not set, so a caller
 // can point at the key without reading the message.
 func TestConfigErrorsNameTheirField(t *testing.T) {
 	for _, tc := range []struct {
@@ -168,14 +168,14 @@ func TestConfigErrorsNameTheirField(t *testing.T) {
 		field   string
 		missing bool
 	}{
-		{"no realm", idp.Config{ServerURL: "http://127.0.0.1:8080", ClientID: "c"}, "realm", true},
-		{"no client id", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "r"}, "client_id", true},
-		{"bad realm", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "a/b", ClientID: "c"}, "realm", false},
-		{"no redirect uri", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, SessionSecret: []byte(strings.Repeat("k", 32))}, "redirect_uri", true},
-		{"short session secret", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "http://127.0.0.1:4180/auth/callback", SessionSecret: []byte("short")}, "session_secret", false},
-		{"symmetric algorithm", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", Algorithms: []string{"HS256"}}, "algorithms", false},
+		{"no realm", idp.Config{ServerURL: "http://127.0.0.1:8080", ClientID: "c"}, "Realm", true},
+		{"no client id", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "r"}, "ClientID", true},
+		{"bad realm", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "a/b", ClientID: "c"}, "Realm", false},
+		{"no redirect uri", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, SessionSecret: []byte(strings.Repeat("k", 32))}, "RedirectURI", true},
+		{"short session secret", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "http://127.0.0.1:4180/auth/callback", SessionSecret: []byte("short")}, "SessionSecret", false},
+		{"symmetric algorithm", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", Algorithms: []string{"HS256"}}, "Algorithms", false},
 		{"session cookie domain", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "https://login.example.org/auth/callback", SessionSecret: []byte(strings.Repeat("k", 32)),
-			Session: &idp.SessionConfig{CookieDomain: "example.com"}}, "session.cookie_domain", false},
+			Session: &idp.SessionConfig{CookieDomain: "example.com"}}, "Session.CookieDomain", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -192,7 +192,7 @@ func TestClaimRulesAndHeadersRefusedAtLoad(t *testing.T) {
 		{"bad domain", func(c *testSetup) { c.Routes = []RouteConfig{{Match: "/x/", EmailDomains: []string{"*.example.com"}}} }, "no wildcards"},
 		{"hop-by-hop header", func(c *testSetup) { c.Headers.Claims = map[string]string{"Transfer-Encoding": "tid"} }, "hop-by-hop"},
 		{"proxy's own header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x_request_id": "tid"} }, "set by the proxy"},
-		{"identity header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x-auth-request-user": "tid"} }, "same header as headers.user"},
+		{"identity header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x-auth-request-user": "tid"} }, "same header as Headers.User"},
 		{"content-length", func(c *testSetup) { c.Headers.Claims = map[string]string{"Content-Length": "tid"} }, "frames"},
 		{"two spellings", func(c *testSetup) { c.Headers.Claims = map[string]string{"X-Tenant": "tid", "x_tenant": "tid"} }, "same header"},
 		{"bad header name", func(c *testSetup) { c.Headers.Claims = map[string]string{"X Tenant": "tid"} }, "not a valid header name"},

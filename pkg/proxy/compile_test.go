@@ -58,9 +58,9 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 	got := map[string]bool{}
 	var walk func(error)
 	walk = func(err error) {
-		var ke *KeyError
+		var ke *FieldError
 		if errors.As(err, &ke) {
-			got[ke.Key] = true
+			got[ke.Field] = true
 			for _, k := range ke.Also {
 				got[k] = true
 			}
@@ -72,9 +72,9 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 		}
 	}
 	walk(err)
-	for _, k := range []string{"upstream.url", "headers.email", "headers.user"} {
+	for _, k := range []string{"Upstream.URL", "Headers.Email", "Headers.User"} {
 		if !got[k] {
-			t.Errorf("no *KeyError for %s in %v (found %v)", k, err, got)
+			t.Errorf("no *FieldError for %s in %v (found %v)", k, err, got)
 		}
 	}
 }

@@ -71,18 +71,18 @@ type AssertionConfig struct {
 }
 
 // checkCredential reports a credential mode that is not one of the
-// built modes; key names it ("upstream.credential").
-func checkCredential(key, mode string) error {
+// built modes; field is its Go path ("Upstream.Credential").
+func checkCredential(field, mode string) error {
 	switch mode {
 	case "", CredentialForward, CredentialNone, CredentialAssertion:
 		return nil
 	}
 	for _, m := range credentialsPlanned {
 		if mode == m {
-			return keyErrorf(keys(key), "%s %q is not available in this version: want forward, none or assertion", key, mode)
+			return fieldErrorf(fields(field), "%s %q is not available in this version: want forward, none or assertion", named(field), mode)
 		}
 	}
-	return keyErrorf(keys(key), "%s %q: want forward, none or assertion", key, mode)
+	return fieldErrorf(fields(field), "%s %q: want forward, none or assertion", named(field), mode)
 }
 
 // credential is an upstream's compiled credential mode; nil is forward.
@@ -128,28 +128,31 @@ func (a AssertionConfig) withDefaults() AssertionConfig {
 // whether an upstream's credential is assertion.
 func (a AssertionConfig) validate(used bool) []error {
 	var errs []error
-	bad := func(k string, format string, args ...any) { errs = append(errs, keyErrorf(keys(k), format, args...)) }
+	// bad reports a problem of field, which format's first %s names.
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, fieldErrorf(fields(field), format, append([]any{named(field)}, args...)...))
+	}
 	if a.Lifetime < 10*time.Second || a.Lifetime > maxAssertionLifetime {
-		bad("assertion.lifetime", "assertion.lifetime %s: want 10s to 1h (an assertion is short-lived)", a.Lifetime)
+		bad("Assertion.Lifetime", "%s %s: want 10s to 1h (an assertion is short-lived)", a.Lifetime)
 	}
 	if a.CacheSize < 0 {
-		bad("assertion.cache_size", "assertion.cache_size must not be negative, got %d", a.CacheSize)
+		bad("Assertion.CacheSize", "%s must not be negative, got %d", a.CacheSize)
 	}
 	switch f := foldName(a.Header); {
 	case !isToken(a.Header):
-		bad("assertion.header", "assertion.header %q is not a valid header name", a.Header)
+		bad("Assertion.Header", "%s %q is not a valid header name", a.Header)
 	case f == "authorization":
 	case reservedHeader(f) != "":
-		bad("assertion.header", "assertion.header %q is %s: choose another header name (or Authorization)", a.Header, reservedHeader(f))
+		bad("Assertion.Header", "%s %q is %s: choose another header name (or Authorization)", a.Header, reservedHeader(f))
 	}
 	if !used {
 		return errs
 	}
 	if a.IssuerURL == "" {
-		errs = append(errs, missingKeyf(keys("assertion.issuer_url"), "assertion.issuer_url is required: an upstream's credential is assertion"))
+		errs = append(errs, missingFieldf(fields("Assertion.IssuerURL"), "%s is required: an upstream's credential is assertion", named("Assertion.IssuerURL")))
 	}
 	if a.KeyFile == "" {
-		errs = append(errs, missingKeyf(keys("assertion.key_file"), "assertion.key_file is required: an upstream's credential is assertion (the file is created when absent)"))
+		errs = append(errs, missingFieldf(fields("Assertion.KeyFile"), "%s is required: an upstream's credential is assertion (the file is created when absent)", named("Assertion.KeyFile")))
 	}
 	if len(errs) > 0 {
 		return errs
@@ -179,11 +182,11 @@ func (a AssertionConfig) signer(create bool) (*assert.Signer, error) {
 		ks, err = assert.LoadKeys(a.KeyFile)
 	}
 	if err != nil {
-		return nil, keyErrorf(keys("assertion.key_file"), "assertion.key_file: %v", err)
+		return nil, fieldErrorf(fields("Assertion.KeyFile"), "%s: %v", named("Assertion.KeyFile"), err)
 	}
 	s, err := assert.NewSigner(assert.Options{Issuer: a.IssuerURL, Keys: ks, Lifetime: a.Lifetime})
 	if err != nil {
-		return nil, keyErrorf(keys("assertion.issuer_url"), "assertion.issuer_url: %v", err)
+		return nil, fieldErrorf(fields("Assertion.IssuerURL"), "%s: %v", named("Assertion.IssuerURL"), err)
 	}
 	return s, nil
 }

@@ -261,37 +261,37 @@ func TestCredentialConfigErrors(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"exchange", func(s *testSetup) { s.Upstream.Credential = "exchange" }, "upstream.credential", "not available in this version"},
+		{"exchange", func(s *testSetup) { s.Upstream.Credential = "exchange" }, "Upstream.Credential", "not available in this version"},
 		{"client_credentials", func(s *testSetup) {
 			s.Upstream.URL = ""
 			s.Upstreams = []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1", Credential: "client_credentials"}}}
-		}, "upstreams[0].credential", "not available in this version"},
-		{"unknown", func(s *testSetup) { s.Upstream.Credential = "Forward" }, "upstream.credential", "want forward, none or assertion"},
+		}, "Upstreams[0].Credential", "not available in this version"},
+		{"unknown", func(s *testSetup) { s.Upstream.Credential = "Forward" }, "Upstream.Credential", "want forward, none or assertion"},
 		{"no issuer", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.KeyFile = filepath.Join(dir, "k.pem")
-		}, "assertion.issuer_url", "required"},
+		}, "Assertion.IssuerURL", "required"},
 		{"no key file", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL = "https://proxy.example.com"
-		}, "assertion.key_file", "required"},
+		}, "Assertion.KeyFile", "required"},
 		{"bad key file", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL, s.Assertion.KeyFile = "https://proxy.example.com", badKeys
-		}, "assertion.key_file", "PRIVATE KEY"},
+		}, "Assertion.KeyFile", "PRIVATE KEY"},
 		{"http issuer", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL, s.Assertion.KeyFile = "http://proxy.example.com", filepath.Join(dir, "k.pem")
-		}, "assertion.issuer_url", "https"},
-		{"audience without assertion", func(s *testSetup) { s.Upstream.Audience = "x" }, "upstream.audience", "credential: assertion"},
-		{"lifetime", func(s *testSetup) { s.Assertion.Lifetime = 2 * time.Hour }, "assertion.lifetime", "10s to 1h"},
-		{"reserved header", func(s *testSetup) { s.Assertion.Header = "Cookie" }, "assertion.header", "choose another"},
+		}, "Assertion.IssuerURL", "https"},
+		{"audience without assertion", func(s *testSetup) { s.Upstream.Audience = "x" }, "Upstream.Audience", "Credential: assertion"},
+		{"lifetime", func(s *testSetup) { s.Assertion.Lifetime = 2 * time.Hour }, "Assertion.Lifetime", "10s to 1h"},
+		{"reserved header", func(s *testSetup) { s.Assertion.Header = "Cookie" }, "Assertion.Header", "choose another"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := testConfig(srv, "http://127.0.0.1:1")
 			c.edit(&s)
 			_, err := Compile(s.Config, s.IDP)
-			var ke *KeyError
+			var ke *FieldError
 			if err == nil || !errors.As(err, &ke) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.key) {
 				t.Fatalf("error %v, want one on %s saying %q", err, c.key, c.want)
 			}

@@ -62,7 +62,7 @@ func compileForwardAuth(c ForwardAuthConfig, authPrefix string) (*forwardAuth, e
 			if a, aerr := netip.ParseAddr(strings.TrimSpace(s)); aerr == nil {
 				p = netip.PrefixFrom(a, a.BitLen())
 			} else {
-				errs = append(errs, keyErrorf(keys("forward_auth.trusted_cidrs"), "forward_auth.trusted_cidrs: %q is not a CIDR (10.0.0.0/8) or an address", s))
+				errs = append(errs, fieldErrorf(fields("ForwardAuth.TrustedCIDRs"), "%s: %q is not a CIDR (10.0.0.0/8) or an address", named("ForwardAuth.TrustedCIDRs"), s))
 				continue
 			}
 		}

@@ -304,32 +304,33 @@ func roleValue(r string) string {
 	return r
 }
 
-// validate checks the header names.
-func (c HeadersConfig) validate() []error {
+// validate checks the header names; prefix is the Go path of c
+// ("Headers", "Upstreams[2].Headers").
+func (c HeadersConfig) validate(prefix string) []error {
 	var errs []error
 	seen := map[string]string{}
 	for _, f := range []struct{ key, name string }{
-		{"headers.user", c.User},
-		{"headers.preferred_username", c.PreferredUsername},
-		{"headers.email", c.Email},
-		{"headers.roles", c.Roles},
+		{prefix + ".User", c.User},
+		{prefix + ".PreferredUsername", c.PreferredUsername},
+		{prefix + ".Email", c.Email},
+		{prefix + ".Roles", c.Roles},
 	} {
 		if f.name == "" {
 			continue
 		}
 		if !isToken(f.name) {
-			errs = append(errs, keyErrorf(keys(f.key), "%s %q is not a valid header name", f.key, f.name))
+			errs = append(errs, fieldErrorf(fields(f.key), "%s %q is not a valid header name", named(f.key), f.name))
 			continue
 		}
 		folded := foldName(f.name)
 		if prev, dup := seen[folded]; dup {
-			errs = append(errs, keyErrorf(keys(f.key, prev), "%s %q is the same header as %s", f.key, f.name, prev))
+			errs = append(errs, fieldErrorf(fields(f.key, prev), "%s %q is the same header as %s", named(f.key), f.name, named(prev)))
 		}
 		seen[folded] = f.key
 		switch {
 		case folded == "authorization", folded == "host", folded == "cookie", folded == "x-request-id",
 			folded == "connection", folded == "forwarded", strings.HasPrefix(folded, "x-forwarded-"):
-			errs = append(errs, keyErrorf(keys(f.key), "%s %q is reserved: choose another header name", f.key, f.name))
+			errs = append(errs, fieldErrorf(fields(f.key), "%s %q is reserved: choose another header name", named(f.key), f.name))
 		}
 	}
 	names := make([]string, 0, len(c.Claims))
@@ -338,14 +339,14 @@ func (c HeadersConfig) validate() []error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		key := "headers.claims." + n
+		key := prefix + ".Claims[" + n + "]"
 		if err := CheckClaimHeader(n, c.Claims[n]); err != nil {
-			errs = append(errs, keyErrorf(keys(key), "headers.claims: %v", err))
+			errs = append(errs, fieldErrorf(fields(key), "%s: %w", named(prefix+".Claims"), err))
 			continue
 		}
 		folded := foldName(n)
 		if prev, dup := seen[folded]; dup {
-			errs = append(errs, keyErrorf(keys(key, prev), "headers.claims: %q is the same header as %s: a header carries one value", n, prev))
+			errs = append(errs, fieldErrorf(fields(key, prev), "%s: %q is the same header as %s: a header carries one value", named(prefix+".Claims"), n, named(prev)))
 			continue
 		}
 		seen[folded] = key

@@ -33,10 +33,10 @@ func TestUpstreamProtocolChecked(t *testing.T) {
 		{"https://x", ProtocolH2, time.Minute, ""},
 		{"http://x", ProtocolHTTP1, 0, ""},
 		{"https://x", ProtocolAuto, 0, ""},
-		{"http://x", ProtocolH2, 0, "upstream.protocol h2 is HTTP/2 over TLS"},
-		{"https://x", ProtocolH2C, 0, "upstream.protocol h2c is HTTP/2 without TLS"},
-		{"http://x", "HTTP2", 0, `upstream.protocol "HTTP2"`},
-		{"http://x", "", -time.Second, "upstream.stream_timeout must not be negative"},
+		{"http://x", ProtocolH2, 0, "Upstream.Protocol h2 is HTTP/2 over TLS"},
+		{"https://x", ProtocolH2C, 0, "Upstream.Protocol h2c is HTTP/2 without TLS"},
+		{"http://x", "HTTP2", 0, `Upstream.Protocol "HTTP2"`},
+		{"http://x", "", -time.Second, "Upstream.StreamTimeout must not be negative"},
 	} {
 		s := testConfig(idpSrv, c.url)
 		s.Upstream.Protocol, s.Upstream.StreamTimeout = c.protocol, c.stream
@@ -57,7 +57,7 @@ func TestUpstreamProtocolChecked(t *testing.T) {
 		t.Errorf("inherited protocol: %v", err)
 	}
 	s.Upstreams[1].Protocol = ""
-	if _, err := Compile(s.Config, s.IDP); err == nil || !strings.Contains(err.Error(), "upstreams[1].protocol h2c") {
+	if _, err := Compile(s.Config, s.IDP); err == nil || !strings.Contains(err.Error(), "Upstreams[1].Protocol h2c") {
 		t.Errorf("inherited h2c on https: %v", err)
 	}
 }

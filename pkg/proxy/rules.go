@@ -93,7 +93,7 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.
-			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "routes[%d] %q: its path %q is in idp.excluded_paths, which serves it without a token before any rule: remove one of the two", i, rc.Match, p))
+			errs = append(errs, fieldErrorf(fields("IDP.ExcludedPaths"), "%s %q: its path %q is in %s, which serves it without a token before any rule: remove one of the two", named("Routes[%d]", i), rc.Match, p, named("IDP.ExcludedPaths")))
 			continue
 		}
 		if err := register(rs.mux, r.pattern, r); err != nil {
@@ -195,7 +195,7 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes, groups, claims and email_domains", name)
 		}
 		if len(rc.Issuers) > 0 {
-			return nil, keyErrorf(keys(fmt.Sprintf("routes[%d].issuers", i)), "%s: public excludes issuers: a public route takes requests without a token", name)
+			return nil, fieldErrorf(fields(fmt.Sprintf("Routes[%d].Issuers", i)), "%s %q: %s excludes %s: a public route takes requests without a token", named("Routes[%d]", i), rc.Match, leaf("Routes[%d].Public", i), leaf("Routes[%d].Issuers", i))
 		}
 		if rc.Strategy != "" {
 			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
@@ -218,7 +218,7 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	}
 	var descs []string
 	if len(rc.Issuers) > 0 {
-		if err := checkIssuerNames(i, name, rc.Issuers, issuers); err != nil {
+		if err := checkIssuerNames(i, rc.Match, rc.Issuers, issuers); err != nil {
 			return nil, err
 		}
 		g := idp.RequireIssuers(rc.Issuers...)
@@ -302,13 +302,17 @@ func claimsGuard(s idp.MatchStrategy, claims map[string][]any) (idp.Guard, error
 }
 
 // checkIssuerNames reports a rule's issuers list that names an issuer
-// not configured, or one twice, as a *KeyError of routes[i].issuers with a
-// hint: the names configured, and the closest one.
-func checkIssuerNames(i int, name string, names, known []string) error {
-	key := keys(fmt.Sprintf("routes[%d].issuers", i))
+// not configured, or one twice, as a *FieldError of Routes[i].Issuers
+// with a hint: the names configured, and the closest one; match is the
+// rule's.
+func checkIssuerNames(i int, match string, names, known []string) error {
+	field := fmt.Sprintf("Routes[%d].Issuers", i)
+	bad := func(format string, args ...any) error {
+		return fieldErrorf(fields(field), "%s %q: %s: "+format, append([]any{named("Routes[%d]", i), match, leaf("%s", field)}, args...)...)
+	}
 	for j, n := range names {
 		if slices.Contains(names[:j], n) {
-			return keyErrorf(key, "%s: issuers: %q is listed twice", name, n)
+			return bad("%q is listed twice", n)
 		}
 		if slices.Contains(known, n) {
 			continue
@@ -320,8 +324,8 @@ func checkIssuerNames(i int, name string, names, known []string) error {
 				break
 			}
 		}
-		return keyErrorf(key, "%s: issuers: unknown issuer %q%s; the trusted issuers are %s (idp.issuer_name and the names of idp.issuers)",
-			name, n, hint, strings.Join(known, ", "))
+		return bad("unknown issuer %q%s; the trusted issuers are %s (%s and the names of %s)",
+			n, hint, strings.Join(known, ", "), named("IDP.IssuerName"), named("IDP.Issuers"))
 	}
 	return nil
 }

@@ -77,8 +77,8 @@ func TestUpstreamTLS(t *testing.T) {
 		{name: "CA and client certificate", ca: ca, cert: certFile, key: keyFile, status: 200, body: "client=1"},
 		{name: "CA without the client certificate", ca: ca, status: 502},
 		{name: "system roots only", cert: certFile, key: keyFile, status: 502},
-		{name: "missing CA file", ca: filepath.Join(dir, "nope.pem"), newError: "upstream.ca_file"},
-		{name: "CA file without PEM", ca: keyFile + ".none", newError: "upstream.ca_file"},
+		{name: "missing CA file", ca: filepath.Join(dir, "nope.pem"), newError: "Upstream.CAFile"},
+		{name: "CA file without PEM", ca: keyFile + ".none", newError: "Upstream.CAFile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(idpSrv, mtls.URL)

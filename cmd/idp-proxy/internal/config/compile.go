@@ -200,31 +200,31 @@ func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 		session = read("idp.session_secret", c.SessionSecret, c.SessionSecretFile)
 	}
 	ic := idp.Config{
-		IssuerURL:         c.IssuerURL,
-		ServerURL:         c.ServerURL,
-		Realm:             c.Realm,
-		ClientID:          c.ClientID,
-		ClientSecret:      secret,
-		TokenLocation:     idp.TokenLocation(strings.ToUpper(c.TokenLocation)),
-		CookieName:        c.CookieName,
-		IncludeRoutes:     c.IncludeRoutes,
-		RedirectURI:       c.RedirectURI,
-		AuthPrefix:        c.AuthPrefix,
-		ExcludedPaths:     c.ExcludedPaths,
-		Audience:          c.Audience,
-		OptionalAudiences: c.OptionalAudiences,
-		JWKSCacheTTL:      c.JWKSCacheTTL,
-		Algorithms:        c.Algorithms,
-		HTTPTimeout:       c.HTTPTimeout,
-		UnknownKIDWait:    c.UnknownKIDWait,
-		FirstKeysWait:     c.FirstKeysWait,
+		IssuerURL:            c.IssuerURL,
+		ServerURL:            c.ServerURL,
+		Realm:                c.Realm,
+		ClientID:             c.ClientID,
+		ClientSecret:         secret,
+		TokenLocation:        idp.TokenLocation(strings.ToUpper(c.TokenLocation)),
+		CookieName:           c.CookieName,
+		IncludeRoutes:        c.IncludeRoutes,
+		RedirectURI:          c.RedirectURI,
+		AuthPrefix:           c.AuthPrefix,
+		ExcludedPaths:        c.ExcludedPaths,
+		Audience:             c.Audience,
+		OptionalAudiences:    c.OptionalAudiences,
+		JWKSCacheTTL:         c.JWKSCacheTTL,
+		Algorithms:           c.Algorithms,
+		HTTPTimeout:          c.HTTPTimeout,
+		UnknownKIDWait:       c.UnknownKIDWait,
+		FirstKeysWait:        c.FirstKeysWait,
 		Leeway:               c.Leeway,
 		NoLeeway:             c.Leeway == 0, // written 0; absent is the default
 		VerifiedCacheSize:    c.VerifiedCacheSize,
 		DisableVerifiedCache: c.VerifiedCacheEntries() == 0,
-		Claims:            c.Claims.mapping(),
-		IssuerName:        c.IssuerName,
-		Issuers:           c.trustedIssuers(),
+		Claims:               c.Claims.mapping(),
+		IssuerName:           c.IssuerName,
+		Issuers:              c.trustedIssuers(),
 	}
 	ic.AllowedRedirectHosts = c.AllowedRedirectHosts
 	if session != "" {
@@ -259,10 +259,6 @@ func secretValue(name, inline, file string) (string, error) {
 	}
 	return s, nil
 }
-
-// KeyError is a problem of one setting, named by its dotted key; pkg/proxy
-// reports its own the same way, so that one type serves both.
-type KeyError = proxy.KeyError
 
 // keyErrorf returns a "proxy: "-prefixed problem of the settings keys (none:
 // a plain error).

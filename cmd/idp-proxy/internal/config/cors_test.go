@@ -51,7 +51,7 @@ func TestCORSCheckPositions(t *testing.T) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}
-	var ke *proxy.KeyError
+	var ke *KeyError
 	if !errors.As(err, &ke) || !strings.HasPrefix(ke.Key, "routes[") {
 		t.Errorf("not a *KeyError of a route: %v", err)
 	}
