@@ -188,7 +188,7 @@ func TestClaimRulesAndHeadersRefusedAtLoad(t *testing.T) {
 		}, "want a string, bool or number"},
 		{"public with claims", func(c *testSetup) {
 			c.Routes = []RouteConfig{{Match: "/x/", Public: true, Claims: map[string][]any{"tid": {"x"}}}}
-		}, "public excludes"},
+		}, "Public excludes"},
 		{"bad domain", func(c *testSetup) { c.Routes = []RouteConfig{{Match: "/x/", EmailDomains: []string{"*.example.com"}}} }, "no wildcards"},
 		{"hop-by-hop header", func(c *testSetup) { c.Headers.Claims = map[string]string{"Transfer-Encoding": "tid"} }, "hop-by-hop"},
 		{"proxy's own header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x_request_id": "tid"} }, "set by the proxy"},

@@ -44,7 +44,7 @@ func TestCompileThenNewCompiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewCompiled(plugin, c2, Options{}); err == nil || !strings.Contains(err.Error(), "excluded_paths") {
+	if _, err := NewCompiled(plugin, c2, Options{}); err == nil || !strings.Contains(err.Error(), "ExcludedPaths") {
 		t.Errorf("a plugin of another configuration: %v", err)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -169,52 +169,61 @@ func caseFolded(s string) bool {
 }
 
 func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
-	name := "routes[" + strconv.Itoa(i) + "] " + strconv.Quote(rc.Match)
+	route := fmt.Sprintf("Routes[%d]", i)
+	// bad reports a problem of the rule's field (a Go path under
+	// Routes[i]), naming the rule first: Routes[0] "GET /x": ...
+	bad := func(field, format string, args ...any) error {
+		return fieldErrorf(fields(route+field), "%s %q: "+format, append([]any{named("%s", route), rc.Match}, args...)...)
+	}
+	// its names a field of the rule by its last element.
+	its := func(field string) fielderr.Ref { return leaf("%s", route+field) }
 	if strings.TrimSpace(rc.Match) == "" {
-		return nil, fmt.Errorf("proxy: routes[%d]: match is required", i)
+		return nil, missingFieldf(fields(route+".Match"), "%s: %s is required", named("%s", route), its(".Match"))
 	}
 	strategy, err := idp.ParseMatchStrategy(rc.Strategy)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+		return nil, bad(".Strategy", "%w", err)
 	}
 	// Host names are case-insensitive: one spelling, lower case, as
 	// requests are judged (canonicalHost) and as upstreams are chosen.
 	match := lowerPatternHost(rc.Match)
 	if h := patternHost(match); h != canonicalHost(h) {
 		// A trailing dot: dropped from request hosts, it never matches.
-		return nil, fmt.Errorf("proxy: %s: write the host %q as %q", name, h, canonicalHost(h))
+		return nil, bad(".Match", "write the host %q as %q", h, canonicalHost(h))
 	}
 	if err := neverMatches(match); err != nil {
-		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+		return nil, bad(".Match", "%w", err)
 	}
 	r := &rule{index: i, pattern: match, label: match}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0
 	if rc.Public {
 		if hasReq {
-			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes, groups, claims and email_domains", name)
+			return nil, bad(".Public", "%s excludes %s, %s, %s, %s, %s and %s", its(".Public"),
+				its(".Roles"), its(".ClientRoles"), its(".Scopes"), its(".Groups"), its(".Claims"), its(".EmailDomains"))
 		}
 		if len(rc.Issuers) > 0 {
-			return nil, fieldErrorf(fields(fmt.Sprintf("Routes[%d].Issuers", i)), "%s %q: %s excludes %s: a public route takes requests without a token", named("Routes[%d]", i), rc.Match, leaf("Routes[%d].Public", i), leaf("Routes[%d].Issuers", i))
+			return nil, bad(".Issuers", "%s excludes %s: a public route takes requests without a token", its(".Public"), its(".Issuers"))
 		}
 		if rc.Strategy != "" {
-			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
+			return nil, bad(".Strategy", "%s makes no sense on a public rule", its(".Strategy"))
 		}
 		r.policy = policyPublic
 		r.desc = "public"
 		return r, nil
 	}
 	if !hasReq && rc.Strategy != "" {
-		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles, scopes, groups or claims", name)
+		return nil, bad(".Strategy", "%s without %s, %s, %s, %s or %s", its(".Strategy"),
+			its(".Roles"), its(".ClientRoles"), its(".Scopes"), its(".Groups"), its(".Claims"))
 	}
 	if err := checkItems(rc.Roles); err != nil {
-		return nil, fmt.Errorf("proxy: %s: roles: %w", name, err)
+		return nil, bad(".Roles", "%s: %w", its(".Roles"), err)
 	}
 	if err := checkItems(rc.Scopes); err != nil {
-		return nil, fmt.Errorf("proxy: %s: scopes: %w", name, err)
+		return nil, bad(".Scopes", "%s: %w", its(".Scopes"), err)
 	}
 	if err := checkItems(rc.Groups); err != nil {
-		return nil, fmt.Errorf("proxy: %s: groups: %w", name, err)
+		return nil, bad(".Groups", "%s: %w", its(".Groups"), err)
 	}
 	var descs []string
 	if len(rc.Issuers) > 0 {
@@ -237,13 +246,13 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	sort.Strings(clients)
 	for _, c := range clients {
 		if c == "" {
-			return nil, fmt.Errorf("proxy: %s: client_roles: empty client ID", name)
+			return nil, bad(".ClientRoles", "%s: empty client ID", its(".ClientRoles"))
 		}
 		if len(rc.ClientRoles[c]) == 0 {
-			return nil, fmt.Errorf("proxy: %s: client_roles[%s]: no roles", name, c)
+			return nil, bad(".ClientRoles["+c+"]", "%s[%s]: no roles", its(".ClientRoles"), c)
 		}
 		if err := checkItems(rc.ClientRoles[c]); err != nil {
-			return nil, fmt.Errorf("proxy: %s: client_roles[%s]: %w", name, c, err)
+			return nil, bad(".ClientRoles["+c+"]", "%s[%s]: %w", its(".ClientRoles"), c, err)
 		}
 		g := idp.RequireClientRoles(c, strategy, rc.ClientRoles[c]...)
 		r.guards = append(r.guards, g)
@@ -262,7 +271,7 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	if len(rc.Claims) > 0 {
 		g, err := claimsGuard(strategy, rc.Claims)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: %s: claims: %w", name, err)
+			return nil, bad(".Claims", "%s: %w", its(".Claims"), err)
 		}
 		r.guards = append(r.guards, g)
 		descs = append(descs, describe(g))
@@ -270,7 +279,7 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	if len(rc.EmailDomains) > 0 {
 		g, err := idp.NewEmailDomainsGuard(rc.EmailDomains...)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: %s: email_domains: %w", name, err)
+			return nil, bad(".EmailDomains", "%s: %w", its(".EmailDomains"), err)
 		}
 		r.guards = append(r.guards, g)
 		descs = append(descs, describe(g))
