@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -74,45 +75,55 @@ func TestUnknownKIDStormIsBounded(t *testing.T) {
 }
 
 // A flood of random kids must not keep a genuine rotation out for longer
-// than one UnknownKIDRefreshInterval.
+// than one UnknownKIDRefreshInterval. In a synctest bubble (the provider
+// served in memory), so the interval is measured on the bubble's clock
+// and the test waits for no real time.
 func TestRotationAfterStormWithinOneInterval(t *testing.T) {
 	srv := idptest.NewServer(t)
 	const interval = 300 * time.Millisecond
-	p := newPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = interval })
-	for i := 0; i < 50; i++ {
-		tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("junk-%d", i)}, map[string]any{"aud": clientID})
-		_, _ = p.Verify(context.Background(), tok)
-	}
-	srv.RotateKey()
-	fresh := srv.Mint(map[string]any{"aud": clientID})
-	deadline := time.Now().Add(interval + 5*time.Second)
-	for {
-		_, err := p.Verify(context.Background(), fresh)
-		if err == nil {
-			return
+	synctest.Test(t, func(t *testing.T) {
+		p := newMemoryPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = interval })
+		for i := 0; i < 50; i++ {
+			tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("junk-%d", i)}, map[string]any{"aud": clientID})
+			_, _ = p.Verify(t.Context(), tok)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rotated key still rejected well after one interval: %v", err)
+		srv.RotateKey()
+		fresh := srv.Mint(map[string]any{"aud": clientID})
+		rotated := time.Now()
+		for {
+			_, err := p.Verify(t.Context(), fresh)
+			if err == nil {
+				break
+			}
+			if time.Since(rotated) > interval {
+				t.Fatalf("rotated key still rejected %v after the rotation, more than one interval (%v): %v", time.Since(rotated), interval, err)
+			}
+			time.Sleep(interval / 4)
 		}
-		time.Sleep(interval / 4)
-	}
+	})
 }
 
+// Several failed refreshes (the bubble's clock runs 200 ms past four
+// TTLs) leave the cached keys working and the plugin ready.
 func TestProviderDownAfterStartKeepsCachedKeys(t *testing.T) {
 	srv := idptest.NewServer(t)
-	p := newPlugin(t, srv, func(c *idp.Config) { c.JWKSCacheTTL = 50 * time.Millisecond; c.VerifiedCacheSize = -1 })
-	srv.SetDown(true)
-	time.Sleep(200 * time.Millisecond) // several failed refreshes
-	tok := srv.Mint(map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); err != nil {
-		t.Fatalf("cached keys stopped working while the provider is down: %v", err)
-	}
-	if !p.Ready() {
-		t.Fatal("plugin reports not ready although it has keys")
-	}
-	if s := p.Stats().Keys; s.Failures == 0 {
-		t.Fatalf("failed refreshes not counted: %+v", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newMemoryPlugin(t, srv, func(c *idp.Config) { c.JWKSCacheTTL = 50 * time.Millisecond; c.DisableVerifiedCache = true })
+		srv.SetDown(true)
+		defer srv.SetDown(false)
+		time.Sleep(200 * time.Millisecond) // several failed refreshes
+		synctest.Wait()
+		tok := srv.Mint(map[string]any{"aud": clientID})
+		if _, err := p.Verify(t.Context(), tok); err != nil {
+			t.Fatalf("cached keys stopped working while the provider is down: %v", err)
+		}
+		if !p.Ready() {
+			t.Fatal("plugin reports not ready although it has keys")
+		}
+		if s := p.Stats().Keys; s.Failures == 0 {
+			t.Fatalf("failed refreshes not counted: %+v", s)
+		}
+	})
 }
 
 func TestProviderDownAtStartThenRecovers(t *testing.T) {

@@ -14,13 +14,35 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
-// memoryTransport serves requests with a handler in the calling goroutine.
+// memoryTransport serves requests with a handler in the calling goroutine:
+// no socket, so that a plugin can run in a synctest bubble.
 type memoryTransport struct{ h http.Handler }
 
 func (m memoryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
 	m.h.ServeHTTP(rec, r)
 	return rec.Result(), nil
+}
+
+// newMemoryPlugin is newPlugin for a synctest bubble: the provider srv
+// (made outside the bubble) is served in memory, and the plugin is made
+// and closed inside the bubble, its clock the bubble's.
+func newMemoryPlugin(t *testing.T, srv *idptest.Server, mutate func(*idp.Config)) *idp.Plugin {
+	t.Helper()
+	cfg := idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID,
+		HTTPClient: &http.Client{Transport: memoryTransport{srv.Handler()}}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	p, err := idp.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.WaitReady(t.Context()); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	return p
 }
 
 // TestRotationUnderUnknownKIDFlood: tokens with random kids keep arriving
