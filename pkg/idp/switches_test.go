@@ -1,16 +1,16 @@
 package idp_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
+
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // Zero means the default in every field: a zero Leeway is the 10 s
@@ -76,7 +76,7 @@ func TestDisableVerifiedCacheSwitch(t *testing.T) {
 // deprecated, naming the switch to use.
 func TestDeprecatedNegativeSpellingsWarn(t *testing.T) {
 	srv := idptest.NewServer(t)
-	var buf lockedBuffer
+	var buf testsupport.SyncBuffer
 	p := newPlugin(t, srv, func(c *idp.Config) {
 		c.Leeway, c.VerifiedCacheSize = -1, -1
 		c.Logger = slog.New(slog.NewTextHandler(&buf, nil))
@@ -97,29 +97,4 @@ func TestDeprecatedNegativeSpellingsWarn(t *testing.T) {
 	if strings.Contains(buf.String(), "deprecated") {
 		t.Errorf("the switches logged a deprecation:\n%s", buf.String())
 	}
-}
-
-// lockedBuffer is a log sink the plugin's goroutines may write to while
-// the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *lockedBuffer) Reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.Reset()
 }

@@ -1,7 +1,6 @@
 package otlpexport_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
+
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // setup points the OTEL_* variables at endpoint and returns the provider.
@@ -195,20 +196,5 @@ func TestShutdownBoundedWithHangingCollector(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the SDK's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the shared log sink safe for concurrent writers.
+type syncBuffer = testsupport.SyncBuffer

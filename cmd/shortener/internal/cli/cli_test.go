@@ -19,6 +19,8 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
+
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // capture executes the root command with args and returns the config it
@@ -337,22 +339,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the shared log sink safe for concurrent writers.
+type syncBuffer = testsupport.SyncBuffer
 
 // A value that looks like a PostgreSQL DSN is never a bbolt file named
 // like it: it is PostgreSQL, or an error that says what is wrong (the
