@@ -12,29 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
-
-	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
-// setup points the OTEL_* variables at endpoint and returns the provider.
-func setup(t *testing.T, protocol, endpoint string) *otlpexport.Provider {
-	t.Helper()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
-	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-	t.Setenv("OTEL_SERVICE_NAME", "")
-	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Protocol() != protocol {
-		t.Fatalf("protocol %q, want %q", p.Protocol(), protocol)
-	}
-	return p
-}
+// setup is otlptest.Provider.
+var setup = otlptest.Provider
 
 func TestShutdownFlushes(t *testing.T) {
 	for _, tc := range []struct {
