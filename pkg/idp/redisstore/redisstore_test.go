@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -97,32 +96,10 @@ func TestReplicasShareSessions(t *testing.T) {
 	lnA, _ := net.Listen("tcp", "127.0.0.1:0")
 	redirect := "http://" + lnA.Addr().String() + "/auth/callback"
 	start := func(ln net.Listener) replica {
-		if ln == nil {
-			ln, _ = net.Listen("tcp", "127.0.0.1:0")
-		}
-		p, err := idp.New(context.Background(), idp.Config{
-			ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "app", ClientSecret: "app-secret",
-			IncludeRoutes: true, RedirectURI: redirect, SessionSecret: []byte(strings.Repeat("k", 32)), Leeway: -1,
-			Now: now, Session: &idp.SessionConfig{Backend: st, RefreshMargin: 4 * time.Minute},
+		return startReplica(t, idpSrv, st, redirect, ln, func(c *idp.Config) {
+			c.NoLeeway, c.Now = true, now
+			c.Session.RefreshMargin = 4 * time.Minute
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		mux := http.NewServeMux()
-		mux.Handle("/auth/", p.Routes())
-		mux.Handle("GET /me", p.WithUser(func(w http.ResponseWriter, _ *http.Request, u *idp.User) {
-			_, _ = io.WriteString(w, u.PreferredUsername)
-		}))
-		srv := httptest.NewUnstartedServer(mux)
-		srv.Listener.Close()
-		srv.Listener = ln
-		srv.Start()
-		t.Cleanup(srv.Close)
-		if err := p.WaitReady(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return replica{p, srv.URL}
 	}
 	a, b := start(lnA), start(nil)
 	jar, _ := cookiejar.New(nil) // cookies ignore ports: A's and B's are shared
