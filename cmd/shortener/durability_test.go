@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/pgtest"
-
 	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
-
-	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // TestTraceAcrossBinaries runs the real idp-proxy and shortener binaries,

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
-
-	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // Zero means the default in every field: a zero Leeway is the 10 s

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
-
 	"github.com/idp-proxy/idp-proxy/internal/testsupport"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 // rawExchange writes req on a new connection to addr and reads one

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
-
-	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // A client that sends its body slower than the server's read timeout gets

@@ -23,9 +23,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
-
 	"github.com/idp-proxy/idp-proxy/internal/testsupport"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
 var svc = idptest.Client{ID: "svc-reporter", Secret: "reporter-secret", RealmRoles: []string{"creator"}, ServiceAccount: true}

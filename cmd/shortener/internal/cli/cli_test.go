@@ -16,11 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
-
-	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // capture executes the root command with args and returns the config it
