@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 )
 
 // TokenLocation says where the access token is read from.
@@ -337,92 +339,91 @@ func (c Config) WithDefaults() Config { return c.withDefaults() }
 // validate reports every problem of c (after withDefaults), one error each,
 // joined, each wrapping ErrConfig.
 func (c Config) validate() error {
-	var errs []error
-	report := func(field string, missing bool, format string, args ...any) {
-		errs = append(errs, configError(field, missing, format, args...))
-	}
-	bad := func(field, format string, args ...any) { report(field, false, format, args...) }
-	missing := func(field, format string, args ...any) { report(field, true, format, args...) }
+	var ps problems
+	bad, missing := ps.bad, ps.missing // of a field, by its Go path
+	badKey := ps.badKey                // by the specification's key
+	its := func(field string) fielderr.Ref { return fielderr.L("%s", field) }
 	switch {
 	case c.IssuerURL != "":
 		if c.ServerURL != "" || c.Realm != "" {
-			bad("issuer_url", "issuer_url excludes server_url and realm: set issuer_url (any OpenID Connect provider) or server_url and realm (a Keycloak realm), not both")
+			bad("IssuerURL", "%[1]s excludes %[2]s and %[3]s: set %[1]s (any OpenID Connect provider) or %[2]s and %[3]s (a Keycloak realm), not both",
+				its("IssuerURL"), its("ServerURL"), its("Realm"))
 		}
 		if err := checkIssuerURL(c.IssuerURL); err != nil {
-			bad("issuer_url", "issuer_url: %v", err)
+			bad("IssuerURL", "%s: %v", its("IssuerURL"), err)
 		}
 	case c.ServerURL == "" && c.Realm == "":
-		missing("server_url", "server_url is required with realm (a Keycloak realm), or issuer_url (any OpenID Connect provider)")
+		missing("ServerURL", "%s is required with %s (a Keycloak realm), or %s (any OpenID Connect provider)", its("ServerURL"), its("Realm"), its("IssuerURL"))
 	default:
-		c.checkRealmForm(bad, missing)
+		c.checkRealmForm(badKey, ps.missingKey)
 	}
 	if c.ClientID == "" {
-		missing("client_id", "client_id is required")
+		missing("ClientID", "%s is required", its("ClientID"))
 	}
 	if err := c.Claims.Validate(); err != nil {
-		errs = append(errs, err)
+		ps.errs = append(ps.errs, err)
 	}
 	switch c.TokenLocation {
 	case TokenLocationHeader, TokenLocationCookie:
 	default:
-		bad("token_location", "token_location %q: want HEADER or COOKIE", c.TokenLocation)
+		bad("TokenLocation", "%s %q: want HEADER or COOKIE", its("TokenLocation"), c.TokenLocation)
 	}
 	if c.TokenLocation == TokenLocationCookie && !validCookieName(c.CookieName) {
-		bad("cookie_name", "cookie_name %q is not a valid cookie name", c.CookieName)
+		bad("CookieName", "%s %q is not a valid cookie name", its("CookieName"), c.CookieName)
 	}
 	if c.IncludeRoutes {
 		if c.RedirectURI == "" {
-			missing("redirect_uri", "redirect_uri is required when include_routes is true")
+			missing("RedirectURI", "%s is required when %s is true", its("RedirectURI"), its("IncludeRoutes"))
 		} else if err := checkHTTPURL(c.RedirectURI); err != nil {
-			bad("redirect_uri", "redirect_uri: %v", err)
+			bad("RedirectURI", "%s: %v", its("RedirectURI"), err)
 		}
 		if len(c.SessionSecret) == 0 {
-			missing("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
+			missing("SessionSecret", "a session secret of at least 32 bytes is required when %s is true", its("IncludeRoutes"))
 		} else if len(c.SessionSecret) < 32 {
-			bad("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
+			bad("SessionSecret", "a session secret of at least 32 bytes is required when %s is true", its("IncludeRoutes"))
 		} else if m := PlaceholderSecret(c.SessionSecret); m != "" {
-			bad("session_secret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
+			bad("SessionSecret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}
 	if _, err := compileRedirectHosts(c.AllowedRedirectHosts); err != nil {
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			bad("allowed_redirect_hosts", "%v", e)
+			bad("AllowedRedirectHosts", "%v", e)
 		}
 	}
 	if c.Session != nil {
 		if !c.IncludeRoutes {
-			bad("include_routes", "sessions need include_routes: the login routes start them")
+			bad("IncludeRoutes", "sessions need %s: the login routes start them", its("IncludeRoutes"))
 		}
-		c.Session.validate(func(field, format string, args ...any) { bad("session."+field, format, args...) })
+		c.Session.validate(func(field, format string, args ...any) { badKey("session."+field, format, args...) })
 		if c.Session.CookieDomain != "" {
 			if err := checkCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
-				bad("session.cookie_domain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
+				bad("Session.CookieDomain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
 			}
 		}
 	}
 	for _, p := range c.ExcludedPaths {
 		if !strings.HasPrefix(p, "/") {
-			bad("excluded_paths", "excluded_paths: %q must start with '/'", p)
+			bad("ExcludedPaths", "%s: %q must start with '/'", its("ExcludedPaths"), p)
 		}
 	}
 	if c.JWKSCacheTTL < 0 {
-		bad("jwks_cache_ttl", "jwks_cache_ttl must be positive, got %s", c.JWKSCacheTTL)
+		bad("JWKSCacheTTL", "%s must be positive, got %s", its("JWKSCacheTTL"), c.JWKSCacheTTL)
 	}
 	if c.HTTPTimeout < 0 {
-		bad("http_timeout", "http_timeout must be positive, got %s", c.HTTPTimeout)
+		bad("HTTPTimeout", "%s must be positive, got %s", its("HTTPTimeout"), c.HTTPTimeout)
 	}
 	if c.UnknownKIDWait < 0 {
-		bad("unknown_kid_wait", "unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
+		bad("UnknownKIDWait", "unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
 	}
 	if c.UnknownKIDRefreshInterval < 0 {
-		bad("unknown_kid_refresh_interval", "unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
+		bad("UnknownKIDRefreshInterval", "unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
 	}
 	if c.MaxTokenBytes < 0 {
-		bad("max_token_bytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
+		bad("MaxTokenBytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
 	}
-	checkAlgorithms(c.Algorithms, func(format string, args ...any) { bad("algorithms", format, args...) })
-	c.validateIssuers(bad, &errs)
-	return errors.Join(errs...)
+	checkAlgorithms(c.Algorithms, func(format string, args ...any) { badKey("algorithms", format, args...) })
+	c.validateIssuers(badKey, &ps.errs)
+	return errors.Join(ps.errs...)
 }
 
 // checkRealmForm reports the problems of the Keycloak shorthand,

@@ -63,6 +63,28 @@ var (
 // Error() is "idp: invalid config: " and the reason.
 type ConfigError = fielderr.Error
 
+// problems collects the problems of a Config, each a *ConfigError: of a
+// field named by its Go path (bad, missing), or by its specification key
+// (badKey, missingKey: the checks that TrustedIssuer entries share, which
+// report by key).
+type problems struct{ errs []error }
+
+func (p *problems) bad(field, format string, args ...any) {
+	p.errs = append(p.errs, fielderr.New(ErrConfig.Error()+": ", ErrConfig, false, field, nil, format, args...))
+}
+
+func (p *problems) missing(field, format string, args ...any) {
+	p.errs = append(p.errs, fielderr.New(ErrConfig.Error()+": ", ErrConfig, true, field, nil, format, args...))
+}
+
+func (p *problems) badKey(key, format string, args ...any) {
+	p.errs = append(p.errs, configError(key, false, format, args...))
+}
+
+func (p *problems) missingKey(key, format string, args ...any) {
+	p.errs = append(p.errs, configError(key, true, format, args...))
+}
+
 // configError returns the problem of the field named by its
 // specification key (see goPath).
 func configError(key string, missing bool, format string, args ...any) *ConfigError {
