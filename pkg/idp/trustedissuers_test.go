@@ -281,8 +281,8 @@ func TestTrustedIssuersConfig(t *testing.T) {
 	c0 := base()
 	c0.Issuers = []idp.TrustedIssuer{ok, {Name: "k8s", IssuerURL: "https://k8s.example"}}
 	var ice *idp.IssuerConfigError
-	if err := c0.Validate(); !errors.As(err, &ice) || ice.Index != 1 || ice.Field != "audiences" {
-		t.Errorf("Validate = %v, want an IssuerConfigError of issuers[1].audiences", err)
+	if err := c0.Validate(); !errors.As(err, &ice) || ice.Index != 1 || ice.Field != "Audiences" {
+		t.Errorf("Validate = %v, want an IssuerConfigError of Issuers[1].Audiences", err)
 	}
 	// Defaults: the primary's name, and the issuer's from the Config.
 	c := base()
