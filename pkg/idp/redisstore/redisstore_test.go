@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/testneed"
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
@@ -102,20 +102,9 @@ func TestReplicasShareSessions(t *testing.T) {
 		})
 	}
 	a, b := start(lnA), start(nil)
-	jar, _ := cookiejar.New(nil) // cookies ignore ports: A's and B's are shared
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(u string) *http.Response {
-		t.Helper()
-		r, _ := http.NewRequest(http.MethodGet, u, nil)
-		r.Header.Set("Accept", "text/html")
-		resp, err := c.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
+	c := testsupport.Browser(t) // cookies ignore ports: A's and B's are shared
+	jar := c.Jar
+	get := func(u string) *http.Response { t.Helper(); return testsupport.Navigate(t, c, u) }
 	resp := get(a.base + "/auth/login?return_to=/me")
 	resp = get(resp.Header.Get("Location"))
 	cb, _ := url.Parse(resp.Header.Get("Location"))
