@@ -31,7 +31,7 @@ func run(t *testing.T, d deps, args ...string) (string, string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
+	err := cmd.ExecuteContext(t.Context())
 	return out.String(), errOut.String(), err
 }
 
@@ -216,7 +216,7 @@ func startServe(t *testing.T, env []string, args ...string) (proxyAddr, opsAddr 
 	t.Helper()
 	addrs := make(chan [2]string, 1)
 	d := deps{environ: env, ready: func(p, o string) { addrs <- [2]string{p, o} }}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cmd := newRootCmd(d)
 	logs = &syncBuffer{}
 	cmd.SetErr(logs)
