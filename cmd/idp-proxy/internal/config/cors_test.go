@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -114,7 +113,7 @@ func TestReadmeCORSSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugin, err := idp.New(context.Background(), c.IDP)
+	plugin, err := idp.New(t.Context(), c.IDP)
 	if err != nil {
 		t.Fatal(err)
 	}
