@@ -164,7 +164,7 @@ func TestIdentityHeaderTrustedOnlyWhenTold(t *testing.T) {
 		if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
 			t.Fatalf("POST = %d %s", rec.Code, rec.Body)
 		}
-		l, _ := st.Get(context.Background(), body.ShortCode)
+		l, _ := st.Get(t.Context(), body.ShortCode)
 		want := ""
 		if trust {
 			want = "alice"
@@ -179,7 +179,7 @@ func TestIdentityHeaderTrustedOnlyWhenTold(t *testing.T) {
 // stop function and the log buffer.
 func startRun(t *testing.T, cfg config) (string, func() error, *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	logs := &syncBuffer{}
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)
@@ -245,7 +245,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Get(context.Background(), c.ShortCode); err != nil {
+	if _, err := s.Get(t.Context(), c.ShortCode); err != nil {
 		t.Fatal(err)
 	}
 }
