@@ -65,7 +65,7 @@ func TestInjectMatchesW3CPropagator(t *testing.T) {
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{0x0a, 0xf7, 15: 0x9c}, SpanID: [8]byte{0xb7, 7: 0x31}, TraceFlags: trace.FlagsSampled}),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1, 15: 0xff}, SpanID: [8]byte{0xff, 7: 1}, TraceState: ts}),
 	} {
-		ctx := trace.ContextWithSpanContext(context.Background(), sc)
+		ctx := trace.ContextWithSpanContext(t.Context(), sc)
 		got, want := http.Header{"Traceparent": {"stale"}, "Tracestate": {"stale=1"}}, http.Header{}
 		tracing.Inject(ctx, got)
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(want))
@@ -74,7 +74,7 @@ func TestInjectMatchesW3CPropagator(t *testing.T) {
 		}
 	}
 	h := http.Header{"Traceparent": {"stale"}, "Tracestate": {"stale=1"}}
-	tracing.Inject(context.Background(), h)
+	tracing.Inject(t.Context(), h)
 	if len(h) != 0 {
 		t.Errorf("without a span: %v", h)
 	}
