@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -55,7 +54,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := valid
 			tt.mutate(&cfg)
-			p, err := idp.New(context.Background(), cfg)
+			p, err := idp.New(t.Context(), cfg)
 			if err == nil {
 				p.Close()
 				t.Fatal("New accepted the config")
@@ -71,7 +70,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: "http://127.0.0.1:1/", Realm: "demo", ClientID: "c"})
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: "http://127.0.0.1:1/", Realm: "demo", ClientID: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -52,7 +51,7 @@ func newMemoryPlugin(t *testing.T, srv *idptest.Server, mutate func(*idp.Config)
 func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 	srv := idptest.NewServer(t, idptest.Options{}) // outside the bubble: real sockets
 	synctest.Test(t, func(t *testing.T) {
-		p, err := idp.New(context.Background(), idp.Config{
+		p, err := idp.New(t.Context(), idp.Config{
 			ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID,
 			HTTPClient: &http.Client{Transport: memoryTransport{srv.Handler()}},
 		})
@@ -60,7 +59,7 @@ func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		if err := p.WaitReady(context.Background()); err != nil {
+		if err := p.WaitReady(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		claims := srv.UserClaims(clientID, "alice")
@@ -83,7 +82,7 @@ func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 					if i%2 == 0 { // half of them never seen before
 						tok = srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("random-%d", i)}, claims)
 					}
-					_, _ = p.Verify(context.Background(), tok)
+					_, _ = p.Verify(t.Context(), tok)
 					sent.Add(1)
 					time.Sleep(5 * time.Millisecond)
 				}
@@ -101,7 +100,7 @@ func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 		fresh := srv.Mint(claims) // signed with the new key, whose kid is new
 		var accepted time.Time
 		for time.Since(rotated) < 20*time.Second {
-			if _, err := p.Verify(context.Background(), fresh); err == nil {
+			if _, err := p.Verify(t.Context(), fresh); err == nil {
 				accepted = time.Now()
 				break
 			}

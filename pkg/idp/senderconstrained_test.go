@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -41,7 +40,7 @@ func TestSenderConstrainedTokensRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 2 { // never cached as verified: refused every time
-				_, err := p.Verify(context.Background(), tc.token)
+				_, err := p.Verify(t.Context(), tc.token)
 				if !errors.Is(err, idp.ErrSenderConstrained) || !errors.Is(err, idp.ErrInvalidToken) {
 					t.Fatalf("Verify = %v, want ErrSenderConstrained and ErrInvalidToken", err)
 				}
@@ -64,12 +63,12 @@ func TestSenderConstrainedTokensRefused(t *testing.T) {
 	}
 	// A null cnf is no binding, and a plain Keycloak token passes.
 	for _, tok := range []string{mint(nil), mint(map[string]any{"typ": "Bearer"})} {
-		if _, err := p.Verify(context.Background(), tok); err != nil {
+		if _, err := p.Verify(t.Context(), tok); err != nil {
 			t.Fatalf("unbound token: %v", err)
 		}
 	}
 	tok := srv.MintJSON(idptest.MintOptions{}, userJSON(srv, `,"cnf":null`))
-	if _, err := p.Verify(context.Background(), tok); err != nil {
+	if _, err := p.Verify(t.Context(), tok); err != nil {
 		t.Fatalf("cnf null: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -106,7 +105,7 @@ func TestUnknownKIDWhileProviderDownIs503(t *testing.T) {
 	srv.RotateKey()
 	fresh := srv.Mint(map[string]any{"aud": clientID})
 	for i := range 2 { // the first fetches and fails; the second finds the budget spent
-		_, err := p.Verify(context.Background(), fresh)
+		_, err := p.Verify(t.Context(), fresh)
 		v := idp.VerdictOf(err)
 		if !errors.Is(err, idp.ErrUnavailable) || v.Status() != http.StatusServiceUnavailable ||
 			!strings.Contains(v.Detail(), "keys could not be fetched") {
@@ -114,10 +113,10 @@ func TestUnknownKIDWhileProviderDownIs503(t *testing.T) {
 		}
 	}
 	srv.SetDown(false)
-	if err := p.Refresh(context.Background()); err != nil {
+	if err := p.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Verify(context.Background(), fresh); err != nil {
+	if _, err := p.Verify(t.Context(), fresh); err != nil {
 		t.Fatalf("the new key after the provider came back: %v", err)
 	}
 }
