@@ -1,7 +1,6 @@
 package redisstore_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -27,7 +26,7 @@ func store(t *testing.T) *redisstore.Store {
 	t.Helper()
 	u := testneed.RedisURL(t, "the Redis session store tests")
 	prefix := "idp-test-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000") + ":"
-	s, err := redisstore.Open(context.Background(), u, prefix)
+	s, err := redisstore.Open(t.Context(), u, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +36,7 @@ func store(t *testing.T) *redisstore.Store {
 
 func TestStoreOperations(t *testing.T) {
 	s := store(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := s.Get(ctx, "a"); !errors.Is(err, idp.ErrSessionNotFound) {
 		t.Fatalf("absent key: %v", err)
 	}

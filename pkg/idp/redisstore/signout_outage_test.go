@@ -107,7 +107,7 @@ func TestRedisOutageSignOut(t *testing.T) {
 			id = ck.Value
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for {
 		if _, err := st.Get(ctx, "idp:session:"+id); errors.Is(err, idp.ErrSessionNotFound) {
