@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -112,7 +111,7 @@ func TestClaimRulesAndClaimHeaders(t *testing.T) {
 			if strings.Contains(body, "t1") || strings.Contains(body, "alice") {
 				t.Errorf("the body leaks token content: %s", body)
 			}
-			d, err := p.Decide(context.Background(), "GET", tc.path, tc.token)
+			d, err := p.Decide(t.Context(), "GET", tc.path, tc.token)
 			wantStatus := tc.status
 			if wantStatus == 200 {
 				wantStatus = 0 // forwarded
@@ -249,7 +248,7 @@ func TestDuplicateClaimIsInvalidToken(t *testing.T) {
 			if w.Code != http.StatusUnauthorized || w.Header().Get("X-Auth-Request-Oid") != "" {
 				t.Fatalf("forward-auth verdict %d (oid %q), want 401", w.Code, w.Header().Get("X-Auth-Request-Oid"))
 			}
-			if d, err := p.Decide(context.Background(), "GET", tc.path, tc.token); err != nil || d.Status != http.StatusUnauthorized {
+			if d, err := p.Decide(t.Context(), "GET", tc.path, tc.token); err != nil || d.Status != http.StatusUnauthorized {
 				t.Fatalf("Decide = %+v, %v; want 401", d, err)
 			}
 		})

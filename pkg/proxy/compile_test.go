@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ func TestCompileThenNewCompiled(t *testing.T) {
 	if !strings.Contains(table, "POST /shorten") {
 		t.Fatalf("the rule table lacks a rule:\n%s", table)
 	}
-	plugin, err := idp.New(context.Background(), s.IDP)
+	plugin, err := idp.New(t.Context(), s.IDP)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func assertionProxy(t *testing.T, s testSetup) (*Proxy, string) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -51,13 +51,13 @@ func assertionProxy(t *testing.T, s testSetup) (*Proxy, string) {
 // issuer is the proxy.
 func assertionVerifier(t *testing.T, issuer, audience string) *idp.Plugin {
 	t.Helper()
-	v, err := idp.New(context.Background(), idp.Config{IssuerURL: issuer, ClientID: audience,
+	v, err := idp.New(t.Context(), idp.Config{IssuerURL: issuer, ClientID: audience,
 		Algorithms: []string{"ES256"}, Claims: idp.ClaimMapping{Preset: idp.PresetGeneric}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = v.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := v.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -162,14 +162,14 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 						aud = "app.test"
 					}
 					v := assertionVerifier(t, base+"/.idp-proxy", aud)
-					id, err := v.VerifyIdentity(context.Background(), a)
+					id, err := v.VerifyIdentity(t.Context(), a)
 					if err != nil {
 						t.Fatalf("the upstream's verifier refuses the assertion: %v", err)
 					}
 					if id.User.Sub != "user-alice" || id.User.PreferredUsername != "alice" || !id.User.HasRealmRole("creator") {
 						t.Errorf("assertion user %+v", id.User)
 					}
-					if _, err := v.Verify(context.Background(), alice); !errors.Is(err, idp.ErrInvalidToken) {
+					if _, err := v.Verify(t.Context(), alice); !errors.Is(err, idp.ErrInvalidToken) {
 						t.Errorf("the caller's own token passes the upstream's verifier: %v", err)
 					}
 				})
@@ -211,7 +211,7 @@ func TestAssertionSignedOncePerToken(t *testing.T) {
 		t.Errorf("a second token: %d signatures, want 2", signed(0))
 	}
 	if v := assertionVerifier(t, base+"/.idp-proxy", "app-b"); v != nil {
-		if _, err := v.Verify(context.Background(), b.last(t).Header.Get(DefaultAssertionHeader)); err != nil {
+		if _, err := v.Verify(t.Context(), b.last(t).Header.Get(DefaultAssertionHeader)); err != nil {
 			t.Errorf("configured audience: %v", err)
 		}
 	}
@@ -245,7 +245,7 @@ func TestAssertionHeaderNeverFromClient(t *testing.T) {
 	if !strings.HasPrefix(got, "Bearer ") || strings.Contains(got, alice) {
 		t.Fatalf("Authorization %q", got)
 	}
-	if _, err := assertionVerifier(t, base+"/.idp-proxy", up.URL).Verify(context.Background(), strings.TrimPrefix(got, "Bearer ")); err != nil {
+	if _, err := assertionVerifier(t, base+"/.idp-proxy", up.URL).Verify(t.Context(), strings.TrimPrefix(got, "Bearer ")); err != nil {
 		t.Error(err)
 	}
 }

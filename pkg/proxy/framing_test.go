@@ -174,7 +174,7 @@ func TestSlowRequestBodyIs408(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,7 +52,7 @@ func TestSenderConstrainedTokensRefused(t *testing.T) {
 			if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "proof of possession") || w.Header().Get("X-Auth-Request-User") != "" {
 				t.Fatalf("forward-auth verdict %d %s", w.Code, w.Body)
 			}
-			if d, err := p.Decide(context.Background(), "POST", "/shorten", tc.token); err != nil || d.Status != http.StatusUnauthorized || d.Decision != "invalid_token" {
+			if d, err := p.Decide(t.Context(), "POST", "/shorten", tc.token); err != nil || d.Status != http.StatusUnauthorized || d.Decision != "invalid_token" {
 				t.Fatalf("Decide = %+v, %v", d, err)
 			}
 		})

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -45,7 +44,7 @@ func sessionProxy(t testing.TB, idpSrv *idptest.Server, up string, mutate func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(p)
