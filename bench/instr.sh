@@ -8,7 +8,8 @@
 #   bench/instr.sh            # 10 s of load per case
 #   INSTR_SECONDS=20 bench/instr.sh
 #   INSTR_KEEP=1 bench/instr.sh   # keep the callgrind files (callgrind_annotate DIR/cg.CASE.1)
-#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated of idp-proxy built at that git revision
+#   INSTR_BASELINE=main bench/instr.sh   # also idp-repeated and idp-distinct of idp-proxy built at that git revision
+#   INSTR_CASES="bare-proxy idp-repeated" bench/instr.sh   # only these cases (names as in the table)
 #
 # Needs valgrind and wrk (Debian: apt-get install valgrind wrk). Each case
 # runs one proxy under callgrind in front of bench/upstream; wrk (1 thread,
@@ -18,7 +19,8 @@
 # (idp-proxy, one valid token: cache hits), idp-distinct and
 # naive-distinct (bench/naiveproxy: golang-jwt + keyfunc, no cache), both
 # with 4,000 distinct valid tokens in turn against an idp-proxy cache of
-# 500, so that nearly every request verifies a signature; idp-hosts50
+# 500, the counted run going on where the warm-up stopped, so that every
+# request verifies a signature; idp-hosts50
 # (idp-proxy with 50 upstreams chosen by host, the same token as
 # idp-repeated, requests for the 25th host), whose ratio to idp-repeated
 # is the cost of choosing among many apps; idp-issuers3 (idp-proxy trusting
@@ -28,9 +30,21 @@
 # issuers and of rules and headers on any claim.
 # idp-origin is idp-repeated with an Origin header on every request, and
 # idp-cors the same with a CORS policy on the route that allows it.
+# idp-exchange is idp-repeated with the upstream's credential exchange
+# (RFC 8693 at bench/provider, audience bench-api): after the first
+# request the exchanged token is cached, so its ratio to idp-repeated is
+# the cost of a cached exchange.
+# INSTR_CASES="idp-repeated idp-exchange" runs only the cases named.
 # idp-repeated-traced is idp-repeated with tracing on (tracing.enabled,
 # OTEL_TRACES_SAMPLER=always_on: every request sampled, three spans each)
 # exporting over OTLP/HTTP to bench/otlpsink.
+# idp-dpop is a route with dpop: required, one DPoP-bound token (Keycloak's
+# shape) repeated, and a fresh DPoP proof on every request (bench/provider
+# -dpop-url makes them beforehand, bench/lua/dpop.lua sends each once;
+# idp.dpop.max_age 1h covers the run). Its cost over idp-repeated is
+# compared with one ES256 signature verification (bench/es256verify under
+# callgrind, -n 2000 minus -n 0): the budget is one verification + 15 % of
+# idp-repeated.
 #
 # Kernel time is not counted: the proxies make the same system calls per
 # request (strace -c: 2 reads and 1 write on each side), which are about
@@ -49,6 +63,20 @@ for c in valgrind callgrind_control callgrind_annotate wrk curl; do
 	command -v "$c" >/dev/null || { echo "bench/instr.sh: $c not found (apt-get install valgrind wrk curl)" >&2; exit 1; }
 done
 secs=${INSTR_SECONDS:-10}
+# wanted NAME: whether case NAME is to run: INSTR_CASES (names separated
+# by spaces or commas) lists the cases, all when unset or empty.
+wanted() {
+	[ -z "${INSTR_CASES:-}" ] && return 0
+	[[ " ${INSTR_CASES//,/ } " == *" $1 "* ]]
+}
+cases=${INSTR_CASES:-}
+for c in ${cases//,/ }; do
+	case "$c" in
+	bare-proxy | idp-repeated | idp-distinct | idp-repeated-traced | naive-distinct | idp-hosts50 | idp-issuers3 | idp-origin | idp-cors) ;;
+	*) echo "bench/instr.sh: INSTR_CASES names an unknown case: $c" >&2; exit 2 ;;
+	esac
+done
+
 # The switches every Go program under valgrind needs (see above).
 godebug=asyncpreemptoff=1
 if [ "$(go env GOARCH)" = amd64 ]; then godebug+=,cpu.rdtscp=off; fi
@@ -67,7 +95,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "building into $work" >&2
-for p in bench/upstream bench/provider bench/bareproxy bench/naiveproxy bench/otlpsink cmd/idp-proxy; do
+for p in bench/upstream bench/provider bench/bareproxy bench/naiveproxy bench/otlpsink bench/es256verify cmd/idp-proxy; do
 	go build -o "$work/$(basename "$p")" "./$p"
 done
 
@@ -81,7 +109,12 @@ up=$(free_port)
 "$work/upstream" -listen "127.0.0.1:$up" >"$work/upstream.log" 2>&1 &
 pids+=($!)
 mkdir "$work/tokens"
-"$work/provider" -n 4000 -invalid 1 -out "$work/tokens" >"$work/provider.log" 2>&1 &
+# wanted NAME: the case is in INSTR_CASES (all when unset).
+wanted() { [ -z "${INSTR_CASES:-}" ] || [[ " $INSTR_CASES " == *" $1 "* ]]; }
+idp=$(free_port)
+dpopargs=()
+if wanted idp-dpop; then dpopargs=(-dpop-url "http://127.0.0.1:$idp/dpop/items" -dpop-n 40000); fi
+"$work/provider" -n 4000 -invalid 1 -out "$work/tokens" "${dpopargs[@]}" >"$work/provider.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 120); do grep -q '"url"' "$work/provider.log" 2>/dev/null && break; sleep 0.5; done
 provider=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/provider.log")
@@ -109,7 +142,6 @@ pids+=($!)
 export OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf \
 	OTEL_TRACES_SAMPLER=always_on OTEL_SERVICE_NAME=idp-proxy-bench
 
-idp=$(free_port)
 ops=$(free_port)
 cat >"$work/idp-proxy.yaml" <<EOF
 listen: "127.0.0.1:$idp"
@@ -136,6 +168,12 @@ log:
   level: warn
 EOF
 { cat "$work/idp-proxy.yaml"; printf 'tracing:\n  enabled: true\n'; } >"$work/idp-proxy-traced.yaml"
+# The same proxy exchanging the caller's token for one of bench-api.
+awk '
+	/^  max_idle_conns_per_host:/ { print; print "  credential: exchange"; print "  audience: bench-api"; next }
+	/^  client_id: bench/ { print; print "  client_secret: bench-secret"; next }
+	{ print }
+' "$work/idp-proxy.yaml" >"$work/idp-proxy-exchange.yaml"
 
 # The same proxy in front of 50 apps chosen by host (all the same
 # upstream here): upstreams instead of upstream.url.
@@ -169,12 +207,20 @@ awk '
 ' "$work/idp-proxy.yaml" >"$work/idp-proxy-cors.yaml"
 origin=https://app.example.com
 
+# The same proxy with a route that requires DPoP (idp-dpop).
+awk '
+	/^  verified_cache_size:/ { print; print "  dpop: {max_age: 1h}"; next }
+	/^routes:/ { print; print "  - match: /dpop/"; print "    roles: [bench-user]"; print "    dpop: required"; next }
+	{ print }
+' "$work/idp-proxy.yaml" >"$work/idp-proxy-dpop.yaml"
+
 # measure NAME PORT LOAD CMD...: LOAD is "repeated", "distinct",
-# "host" (repeated, with Host: $host50) or "origin" (repeated, with
-# Origin: $origin).
+# "host" (repeated, with Host: $host50), "origin" (repeated, with
+# Origin: $origin) or "dpop" (the DPoP-bound token, a fresh proof each).
 measure() {
 	local name=$1 port=$2 load=$3
 	shift 3
+	wanted "${name%@*}" || return 0
 	GODEBUG=$godebug valgrind --tool=callgrind --callgrind-out-file="$work/cg.$name" "$@" >"$work/$name.log" 2>&1 &
 	local vp=$!
 	pids+=("$vp")
@@ -189,11 +235,24 @@ measure() {
 	[ -n "$ok" ] || { echo "bench/instr.sh: $name did not answer 200:" >&2; tail -5 "$work/$name.log" >&2; exit 1; }
 	local args=(-t1 -c4 "${host[@]}" -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/items")
 	if [ "$load" = distinct ]; then
-		args=(-t1 -c4 -s bench/lua/rotate.lua "http://127.0.0.1:$port" -- "$work/distinct.txt")
+		args=(-t1 -c4 -s bench/lua/rotate.lua "http://127.0.0.1:$port" -- "$work/distinct.txt" 1 0)
 	fi
-	wrk -d3s "${args[@]}" >/dev/null
-	callgrind_control -z "$vp" >/dev/null 2>&1
+	local warm=("${args[@]}")
+	if [ "$load" = dpop ]; then
+		# Each proof once: the warm-up sends the first ones, the
+		# measurement those from line 20,000 on.
+		warm=(-t1 -c4 -s bench/lua/dpop.lua "http://127.0.0.1:$port" -- "$work/tokens/dpop.txt" 0)
+		args=(-t1 -c4 -s bench/lua/dpop.lua "http://127.0.0.1:$port" -- "$work/tokens/dpop.txt" 20000)
+	fi
 	local out n
+	out=$(wrk -d3s "${warm[@]}")
+	if [ "$load" = distinct ]; then
+		# The counted run goes on where the warm-up stopped: tokens the
+		# warm-up sent (and idp-proxy cached) would be cache hits.
+		n=$(awk '/requests in/{print $1}' <<<"$out")
+		args[${#args[@]}-1]=${n:-0}
+	fi
+	callgrind_control -z "$vp" >/dev/null 2>&1
 	out=$(wrk -d"${secs}s" "${args[@]}")
 	kill -0 "$vp" 2>/dev/null || died "$name" "under load"
 	callgrind_control -d "$vp" >/dev/null 2>&1
@@ -237,37 +296,68 @@ if [ -n "${INSTR_BASELINE:-}" ]; then
 	measure "idp-repeated@$INSTR_BASELINE" "$idp" repeated "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
 fi
 measure idp-distinct "$idp" distinct "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
+if [ -n "${INSTR_BASELINE:-}" ]; then
+	measure "idp-distinct@$INSTR_BASELINE" "$idp" distinct "$work/idp-proxy-base" serve --config "$work/idp-proxy.yaml"
+fi
 measure idp-repeated-traced "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-traced.yaml"
 measure naive-distinct "$naive" distinct "$work/naiveproxy" -listen "127.0.0.1:$naive" -upstream "http://127.0.0.1:$up" -issuer "$provider/realms/bench"
 measure idp-hosts50 "$idp" host "$work/idp-proxy" serve --config "$work/idp-proxy-hosts50.yaml"
 measure idp-issuers3 "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-issuers3.yaml"
 measure idp-origin "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy.yaml"
 measure idp-cors "$idp" origin "$work/idp-proxy" serve --config "$work/idp-proxy-cors.yaml"
+measure idp-exchange "$idp" repeated "$work/idp-proxy" serve --config "$work/idp-proxy-exchange.yaml"
+measure idp-dpop "$idp" dpop "$work/idp-proxy" serve --config "$work/idp-proxy-dpop.yaml"
+# es256_ir: the instructions of one ES256 verification (see idp-dpop).
+es256_ir() {
+	local k ir0 ir1
+	for k in 0 2000; do
+		GODEBUG=$godebug valgrind --tool=callgrind --callgrind-out-file="$work/cg.es256.$k" "$work/es256verify" -n "$k" >"$work/es256.$k.log" 2>&1
+	done
+	ir0=$(callgrind_annotate --auto=no "$work/cg.es256.0" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+	ir1=$(callgrind_annotate --auto=no "$work/cg.es256.2000" 2>/dev/null | awk '/PROGRAM TOTALS/{gsub(",","",$1); print $1}')
+	echo $(((ir1 - ir0) / 2000))
+}
 mapfile -t results <"$work/results"
-# ir_of NAME: the instructions per request of case NAME.
+# ir_of NAME: the instructions per request of case NAME, empty if it did not run.
 ir_of() { printf '%s\n' "${results[@]}" | awk -v n="$1" '$1 == n {print $3}'; }
+# ratio A B TEXT: prints TEXT with A / B when both cases ran.
+ratio() {
+	local a b
+	a=$(ir_of "$1")
+	b=$(ir_of "$2")
+	[ -n "$a" ] && [ -n "$b" ] || return 0
+	awk -v a="$a" -v b="$b" -v t="$3" 'BEGIN { printf t "\n", a / b }'
+}
 base=$(ir_of bare-proxy)
 naiveIR=$(ir_of naive-distinct)
-spans=$(curl -s "http://127.0.0.1:$sink/spans")
-[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
+if wanted idp-repeated-traced; then
+	spans=$(curl -s "http://127.0.0.1:$sink/spans")
+	[ "${spans:-0}" -gt 0 ] || { echo "bench/instr.sh: idp-repeated-traced exported no span to bench/otlpsink" >&2; exit 1; }
+fi
 echo "| case | requests | instructions/request | / bare-proxy | / naive-distinct |"
 echo "|---|---|---|---|---|"
 for r in "${results[@]}"; do
 	read -r name n ir <<<"$r"
 	awk -v name="$name" -v n="$n" -v ir="$ir" -v b="$base" -v nv="$naiveIR" \
-		'BEGIN { printf "| %s | %d | %d | %.3f | %.3f |\n", name, n, ir, ir / b, ir / nv }'
+		'BEGIN { printf "| %s | %d | %d | %s | %s |\n", name, n, ir, b ? sprintf("%.3f", ir / b) : "", nv ? sprintf("%.3f", ir / nv) : "" }'
 done
-rep=$(ir_of idp-repeated)
-hosts=$(ir_of idp-hosts50)
-awk -v h="$hosts" -v r="$rep" 'BEGIN { printf "\nidp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)\n", h / r }'
-issuers3=$(ir_of idp-issuers3)
-awk -v i="$issuers3" -v r="$rep" 'BEGIN { printf "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)\n", i / r }'
-cors=$(ir_of idp-cors)
-origin=$(ir_of idp-origin)
-awk -v c="$cors" -v o="$origin" 'BEGIN { printf "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)\n", c / o }'
-traced=$(ir_of idp-repeated-traced)
-awk -v t="$traced" -v r="$rep" 'BEGIN { printf "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)\n", t / r }'
+echo
+ratio idp-repeated bare-proxy "idp-repeated / bare-proxy: %.3f"
+ratio idp-distinct naive-distinct "idp-distinct / naive-distinct: %.3f"
+ratio idp-hosts50 idp-repeated "idp-hosts50 / idp-repeated: %.3f (50 upstreams chosen by host vs one upstream)"
+ratio idp-issuers3 idp-repeated "idp-issuers3 / idp-repeated: %.3f (three issuers, a claims rule and two claim headers vs one issuer)"
+ratio idp-cors idp-origin "idp-cors / idp-origin: %.3f (a CORS policy on the route vs none, the same requests from an allowed origin)"
+ratio idp-repeated-traced idp-repeated "idp-repeated-traced / idp-repeated: %.3f (tracing on, every request sampled, vs off)"
+ratio idp-exchange idp-repeated "idp-exchange / idp-repeated: %.3f (credential exchange, the exchanged token cached, vs forward)"
 if [ -n "${INSTR_BASELINE:-}" ]; then
-	bl=$(ir_of "idp-repeated@$INSTR_BASELINE")
-	awk -v r="$rep" -v b="$bl" -v rev="$INSTR_BASELINE" 'BEGIN { printf "idp-repeated / idp-repeated@%s: %.4f\n", rev, r / b }'
+	ratio idp-repeated "idp-repeated@$INSTR_BASELINE" "idp-repeated / idp-repeated@$INSTR_BASELINE: %.4f"
+	ratio idp-distinct "idp-distinct@$INSTR_BASELINE" "idp-distinct / idp-distinct@$INSTR_BASELINE: %.4f"
+fi
+dp=$(ir_of idp-dpop)
+rep=$(ir_of idp-repeated)
+if [ -n "$dp" ] && [ -n "$rep" ]; then
+	es=$(es256_ir)
+	awk -v d="$dp" -v r="$rep" -v e="$es" 'BEGIN {
+		printf "idp-dpop / idp-repeated: %.3f; one ES256 verification: %d instructions; idp-dpop - idp-repeated = %d = %.2f ES256 verifications + %.1f %% of idp-repeated; budget (one verification + 15 %%): %d, %s\n",
+			d / r, e, d - r, (d - r) / e, ((d - r) - e) * 100 / r, e + 0.15 * r, (d - r <= e + 0.15 * r) ? "within" : "OVER" }'
 fi

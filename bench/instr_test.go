@@ -97,7 +97,7 @@ func TestInstrRunsWhereValgrindLacksRDTSCP(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench/instr.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
-	for _, c := range []string{"bare-proxy", "idp-repeated", "idp-distinct", "idp-repeated-traced", "naive-distinct", "idp-hosts50", "idp-issuers3"} {
+	for _, c := range []string{"bare-proxy", "idp-repeated", "idp-distinct", "idp-repeated-traced", "naive-distinct", "idp-hosts50", "idp-issuers3", "idp-exchange"} {
 		if !strings.Contains(stdout, "| "+c+" | 1000 | 12345 |") {
 			t.Errorf("no row for %s (1000 requests, 12345 instructions each):\n%s", c, stdout)
 		}
@@ -137,5 +137,28 @@ func TestInstrFailsLoudly(t *testing.T) {
 			}
 			t.Logf("failed after %v", time.Since(start).Round(time.Second))
 		})
+	}
+}
+
+// INSTR_CASES runs only the cases it names (and refuses a name that is no
+// case, before building anything).
+func TestInstrCasesSelects(t *testing.T) {
+	stdout, stderr, err := runInstr(t, "INSTR_CASES=bare-proxy,idp-distinct")
+	if err != nil {
+		t.Fatalf("bench/instr.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	for _, c := range []string{"bare-proxy", "idp-distinct"} {
+		if !strings.Contains(stdout, "| "+c+" | 1000 | 12345 |") {
+			t.Errorf("no row for %s:\n%s", c, stdout)
+		}
+	}
+	for _, c := range []string{"idp-repeated", "naive-distinct", "idp-hosts50", "idp-repeated-traced"} {
+		if strings.Contains(stdout, "| "+c+" |") {
+			t.Errorf("a row for %s, which INSTR_CASES leaves out:\n%s", c, stdout)
+		}
+	}
+	_, stderr, err = runInstr(t, "INSTR_CASES=bare-proxy idp-nope")
+	if err == nil || !strings.Contains(stderr, "unknown case: idp-nope") {
+		t.Fatalf("an unknown case: err %v, stderr:\n%s", err, stderr)
 	}
 }

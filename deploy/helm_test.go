@@ -210,6 +210,20 @@ func checkProxyChart(t *testing.T, objs []k8sObject) {
 			env = append(env, e.Name+"="+e.Value)
 		}
 	}
+	if keyPath := assertionKeyFile(t, configYAML); keyPath != "" {
+		// One signing key for every replica: a file of the Secret.
+		val, ok := secretFiles[path.Base(keyPath)]
+		if path.Dir(keyPath) != secretMount || !ok {
+			t.Errorf("assertion.key_file %q: no such file in the Secret mounted at %s", keyPath, secretMount)
+		}
+		local := filepath.Join(dir, "assertion-keys")
+		if strings.Contains(val, "PRIVATE KEY") {
+			_ = os.WriteFile(local, []byte(val), 0o600) // the chart's generated key: it must load
+		} else {
+			writeAssertionKey(t, local) // an existing Secret's, which the operator provides
+		}
+		env = append(env, "IDP_PROXY_ASSERTION_KEY_FILE="+local)
+	}
 	cfg := loadProxyConfig(t, cfgFile, env)
 	if cfg.Session.Store == "redis" && cfg.Session.RedisURL == "" {
 		t.Error("session.store redis without a Redis URL")
@@ -256,6 +270,9 @@ func checkProxyChart(t *testing.T, objs []k8sObject) {
 		upHost, upPort := hostPort(t, cfg.Upstream.URL)
 		if appHost != "127.0.0.1" || upHost != "127.0.0.1" || appPort != upPort {
 			t.Errorf("app --listen %s and upstream.url %s: want the same port on 127.0.0.1", listen, cfg.Upstream.URL)
+		}
+		if cfg.Upstream.Credential == "assertion" {
+			checkShortenerVerifies(t, app.Args, cfg, "localhost", listenPort)
 		}
 		if app.Lifecycle == nil || app.Lifecycle.PreStop == nil || app.Lifecycle.PreStop.Sleep == nil {
 			t.Error("app: no preStop sleep: it stops while idp-proxy still forwards to it")

@@ -31,7 +31,9 @@ func TestHelmValuesRefused(t *testing.T) {
 		{"idp-proxy", proxy, "config.idp.client_id=", "client_id"},
 		{"idp-proxy", proxy, "redis.url=http://redis:6379", "url"},
 		{"idp-proxy", proxy, "app.enabled=true", "app.image.repository"},
-		{"shortener", shortener, "networkPolicy.enabled=false", "trustIdentityHeaders"},
+		{"idp-proxy", proxy, "config.assertion.key_file=/tmp/k.pem", "key_file"},
+		{"shortener", shortener, "trustIssuer=,trustIdentityHeaders=true,networkPolicy.enabled=false", "trustIdentityHeaders"},
+		{"shortener", shortener, "trustAudience=", "trustAudience"},
 		{"shortener", shortener, "store.existingSecret=", "store"},
 		{"shortener", shortener, "store.url=mysql://db/links", "url"},
 	} {
@@ -51,7 +53,7 @@ func TestHelmValuesRefused(t *testing.T) {
 var chartManagedKeys = []string{
 	"listen", "metrics_listen",
 	"idp.client_secret", "idp.client_secret_file", "idp.session_secret", "idp.session_secret_file",
-	"session.redis_url",
+	"session.redis_url", "assertion.key_file",
 }
 
 // The schema of config: names every key idp-proxy reads (two levels deep,

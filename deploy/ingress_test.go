@@ -61,7 +61,7 @@ func TestIngressSnippets(t *testing.T) {
 		} `yaml:"forward_auth"`
 	}
 	decodeYAML(t, filepath.Join(dir, "idp-proxy-forward-auth.yaml"), &cfg)
-	headers := []string{"X-Auth-Request-User", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Email", "X-Auth-Request-Roles"}
+	headers := []string{"X-Auth-Request-User", "X-Auth-Request-Preferred-Username", "X-Auth-Request-Email", "X-Auth-Request-Roles", "X-Auth-Request-Assertion"}
 	for _, f := range []string{"nginx.conf", "Caddyfile", "traefik.yaml"} {
 		s := read(f)
 		if !strings.Contains(s, cfg.ForwardAuth.Listen) || !strings.Contains(s, cfg.Listen) {

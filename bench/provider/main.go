@@ -42,12 +42,19 @@ func main() {
 	ttl := flag.Duration("ttl", time.Hour, "lifetime of the valid tokens")
 	workers := flag.Int("j", runtime.GOMAXPROCS(0), "tokens signed in parallel")
 	out := flag.String("out", ".", "directory for valid.txt and invalid.txt")
+	dpopURL := flag.String("dpop-url", "", "also write dpop.txt: one DPoP-bound token and -dpop-n proofs of its key for GET on this URL")
+	dpopN := flag.Int("dpop-n", 40000, "number of DPoP proofs (each distinct: a proof is accepted once)")
 	flag.Parse()
 	if *nInvalid < 0 {
 		*nInvalid = *n
 	}
 
-	srv, err := idptest.Start(idptest.Options{Realm: *realm})
+	// The tokens' client may exchange them (credential: exchange, secret
+	// "<client>-secret") for bench-api, and has a service account.
+	srv, err := idptest.Start(idptest.Options{Realm: *realm, Clients: []idptest.Client{
+		{ID: *client, Secret: *client + "-secret", StandardTokenExchange: true, ServiceAccount: true},
+		{ID: "bench-api", Secret: "bench-api-secret"},
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,6 +98,9 @@ func main() {
 		if err := os.WriteFile(filepath.Join(*out, name), []byte(strings.Join(toks, "\n")+"\n"), 0o600); err != nil {
 			log.Fatal(err)
 		}
+	}
+	if *dpopURL != "" {
+		writeDPoP(srv, *client, *role, *dpopURL, *dpopN, *workers, *ttl, filepath.Join(*out, "dpop.txt"))
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(map[string]string{"url": srv.URL, "realm": srv.Realm, "issuer": srv.Issuer})
 

@@ -46,6 +46,7 @@ type options struct {
 	cacheSz  int    // idp-proxy's idp.verified_cache_size, 0: its default
 	peers    string // auto, on, off: build and run oauth2-proxy
 	keep     bool   // keep the previous results of the groups not run
+	baseRev  string // git revision of cmd/shortener measured beside it in the redirect groups; "": none
 }
 
 func main() {
@@ -71,6 +72,7 @@ func run() error {
 	flag.IntVar(&o.distinct, "distinct", 0, "distinct valid tokens of the tokens groups (default 40000, 2000 with -smoke)")
 	flag.IntVar(&o.cacheSz, "cache", -1, "idp-proxy's idp.verified_cache_size when the tokens groups run (default: its own, 10000; with -smoke, -distinct/4); 0: its own")
 	flag.StringVar(&o.peers, "peers", "auto", `build and run oauth2-proxy: "on", "off", or "auto" (always in a full run; with -smoke only when its module is already in the module cache)`)
+	flag.StringVar(&o.baseRev, "shortener-base", "", "also measure cmd/shortener built at this git revision in the redirect groups (cases base-shortener and base-shortener-nocache), for a before/after in one run")
 	flag.BoolVar(&o.keep, "keep", false, "keep the samples of the groups this run does not measure (see -only) from the previous results.json in -out, so that the results page keeps them")
 	flag.Parse()
 	switch o.peers {
@@ -158,6 +160,13 @@ func run() error {
 	}
 	for name, msg := range missing {
 		rep.note("%s could not be built, its cases are skipped: %s", name, firstLine(msg))
+	}
+	if o.baseRev != "" {
+		path, err := buildAt(ctx, root, o.baseRev, filepath.Join(work, "base"), "./cmd/shortener")
+		if err != nil {
+			return fmt.Errorf("-shortener-base: %w", err)
+		}
+		bins["shortener-base"] = path
 	}
 	h := &harness{o: o, bins: bins, logDir: logDir, rep: rep}
 	if _, tokenGroups := h.proxyGroups(); h.selectsAny(tokenGroups) {

@@ -203,6 +203,12 @@ func (r *report) ratiosAndTargets() {
 		tgt("idp-proxy peak RSS under load", "≤ 64 MiB", fmt.Sprintf("%.1f MiB", mb), mb <= 64, fmt.Sprintf("%+.1f MiB", 64-mb))
 	}
 	for _, s := range r.Summary {
+		if strings.HasPrefix(s.Group, "redirect ") && strings.HasPrefix(s.Case, "base-") {
+			if base, ok := r.find(s.Group, "const302"); ok {
+				add(s.Group+": "+s.Case+" / const302", s, base) // -shortener-base: the before
+			}
+			continue
+		}
 		if !strings.HasPrefix(s.Group, "redirect ") || !strings.HasPrefix(s.Case, "shortener") {
 			continue
 		}
@@ -368,7 +374,7 @@ func (r *report) markdown(o options, png string) string {
 	p("")
 	p("Peak RSS is VmHWM of the process, reset before each measured case (`/proc/PID/clear_refs`), maximum over the rounds. For bbolt it includes the pages of the memory-mapped file that were read.")
 	p("")
-	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits), every request with a browser's User-Agent and a Referer (as the constant 302's), so visit statistics (on by default) classify and count each one; `shortener-nostats` = the same with `--visit-stats=false`; `shortener-nocache` = the same with statistics and `--cache-size 0`, so every redirect reads the store (for bbolt, copies of the same file); CPU µs/req = the process's user + system CPU time during the run over the requests answered (the budget of paths that do I/O: see bench/README.md); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the section on many distinct tokens.")
+	p("Cases: `direct` = wrk → upstream; `bare-proxy` = a bare `httputil.ReverseProxy` (bench/bareproxy); `idp-public` = idp-proxy on a public route, no token; `idp-valid` = the same valid RS256 token on every request; `idp-rotating` = 1,000 distinct valid tokens in turn; `idp-invalid` = 1,000 invalid tokens (bad signature, expired, wrong audience) in turn, every answer checked non-2xx and the upstream's request counter checked unchanged. `const302` = bench/const302, a constant 302 served by internal/server with cmd/shortener's options; `shortener` = cmd/shortener with its defaults (metrics on, on a free port of their own; redirect cache of 100,000 links) except the access log (off), redirecting 1,000 distinct preloaded codes in turn (after the first pass they are cache hits), every request with a browser's User-Agent and a Referer (as the constant 302's), so visit statistics (on by default) classify and count each one; `shortener-nostats` = the same with `--visit-stats=false`; `shortener-nocache` = the same with statistics and `--cache-size 0`, so every redirect reads the store (for bbolt, copies of the same file); `base-shortener`, `base-shortener-nocache` (with `-shortener-base REV` only) = cmd/shortener built at git revision REV, by default and with `--cache-size 0`: the before of a before/after measured in the same run; CPU µs/req = the process's user + system CPU time during the run over the requests answered (the budget of paths that do I/O: see bench/README.md); `create` = POST /shorten with 1 or 32 connections (a 201 is fsynced). The `tokens` groups are described in the section on many distinct tokens.")
 	p("")
 	if len(r.Notes) > 0 {
 		p("## Notes")

@@ -74,7 +74,7 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 			// store's own cost, and without visit statistics, to show
 			// theirs (a bbolt file is locked by one process: the others
 			// get copies).
-			variant := func(name, suffix string, args ...string) (*proc, string) {
+			variant := func(bin, name, suffix string, args ...string) (*proc, string) {
 				arg := storeArg
 				var err error
 				if st == "bolt" {
@@ -83,7 +83,7 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 				var p *proc
 				var u string
 				if err == nil {
-					p, u, err = h.startShortener(name, arg, args...)
+					p, u, err = h.startShortenerBin(bin, name, arg, args...)
 				}
 				if err != nil {
 					h.rep.note("%s: %v", name, err)
@@ -91,9 +91,25 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 				return p, u
 			}
 			ncName := "shortener-nocache-" + st + "-" + label
-			nc, ncURL := variant(ncName, "nocache", "--cache-size", "0")
+			nc, ncURL := variant("shortener", ncName, "nocache", "--cache-size", "0")
 			nsName := "shortener-nostats-" + st + "-" + label
-			ns, nsURL := variant(nsName, "nostats", "--visit-stats=false")
+			ns, nsURL := variant("shortener", nsName, "nostats", "--visit-stats=false")
+			// The build of -shortener-base, by default and without the
+			// cache: the before of a before/after in one run.
+			var bases []benchCase
+			var baseProcs []*proc
+			if h.bins["shortener-base"] != "" {
+				for _, v := range []struct {
+					cs, suffix string
+					args       []string
+				}{{"base-shortener", "base", nil}, {"base-shortener-nocache", "basenocache", []string{"--cache-size", "0"}}} {
+					pname := v.cs + "-" + st + "-" + label
+					if p, u := variant("shortener-base", pname, v.suffix, v.args...); p != nil {
+						bases = append(bases, benchCase{Name: v.cs, Proc: pname, Load: load{URL: u, Conns: 32, Script: rotate}})
+						baseProcs = append(baseProcs, p)
+					}
+				}
+			}
 			codes := hotCodes(n, 1000)
 			paths := make([]string, len(codes))
 			for i, c := range codes {
@@ -117,9 +133,17 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 				cases = append(cases, benchCase{Name: "shortener-nocache", Proc: ncName, Load: load{URL: ncURL, Conns: 32, Headers: hdrs, Script: rotate, Args: []string{reqs}}})
 				procs = append(procs, nc)
 			}
+			for i := range bases {
+				bases[i].Load.Headers, bases[i].Load.Args = hdrs, []string{reqs}
+			}
+			cases = append(cases, bases...)
+			procs = append(procs, baseProcs...)
 			h.runGroup(ctx, fmt.Sprintf("redirect %s %s", st, label), cases, procs, "")
 			nc.stop()
 			ns.stop()
+			for _, p := range baseProcs {
+				p.stop()
+			}
 			if n == h.o.sizes[0] {
 				h.runGroup(ctx, "create "+st, []benchCase{
 					{Name: "c1", Proc: name, Load: load{URL: surl + "/shorten", Conns: 1, Script: create}},
@@ -135,15 +159,26 @@ func (h *harness) shortenerPhases(ctx context.Context) error {
 
 // startShortener runs cmd/shortener on a free port with its defaults except
 // the access log (off: a log line per request would measure the log sink)
-// and waits for its health check.
+// and waits for its health check. Metrics are on, as by default, on a
+// free port of their own (the default one would be shared by the cases'
+// processes).
 func (h *harness) startShortener(name, store string, extra ...string) (*proc, string, error) {
+	return h.startShortenerBin("shortener", name, store, extra...)
+}
+
+// startShortenerBin is startShortener for the binary bin of h.bins.
+func (h *harness) startShortenerBin(bin, name, store string, extra ...string) (*proc, string, error) {
 	addr, err := h.freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
+	maddr, err := h.freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
 	args := append([]string{"--listen", addr, "--store", store, "--log-format", "json", "--access-log=false",
-		"--base-url", "https://sho.rt", "--metrics-listen", "off"}, extra...)
-	p, err := h.start(name, "shortener", false, args...)
+		"--base-url", "https://sho.rt", "--metrics-listen", maddr}, extra...)
+	p, err := h.start(name, bin, false, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -214,7 +249,7 @@ func (h *harness) preload(ctx context.Context, st string, n int) (string, func()
 		}
 		return "bolt:" + path, func() {
 			_ = os.Remove(path)
-			for _, suffix := range []string{"nocache", "nostats"} {
+			for _, suffix := range []string{"nocache", "nostats", "base", "basenocache"} {
 				_ = os.Remove(strings.TrimSuffix(path, ".db") + "-" + suffix + ".db")
 			}
 		}, nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/server"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
@@ -234,6 +235,9 @@ func Run(ctx context.Context, o Options) (err error) {
 		Session:           sessionConfig(o.NoSessions, proxyURL),
 		Logger:            log.With("component", "idp-proxy"),
 	}
+	// DPoP-bound tokens pass with their proofs, beside bearer tokens
+	// (README, "Proof of possession").
+	ic.DPoP.Mode = dpop.Allowed
 	if o.Shape.plain() {
 		// As the README's Providers section configures such a provider.
 		ic.ServerURL, ic.Realm, ic.IssuerURL, ic.Claims = "", "", provider.Issuer, o.Shape.ClaimMapping()

@@ -147,3 +147,21 @@ func TestAuthorizeReusesContextIdentity(t *testing.T) {
 		t.Fatal("IdentityFrom")
 	}
 }
+
+// A token outside RFC 6750's syntax is "malformed token" whether the
+// syntax check or the JWS parser refuses it (the parser alone, once the
+// keys are loaded), and so is a token in the syntax that is no JWS.
+func TestMalformedTokenOneRefusal(t *testing.T) {
+	srv := idptest.NewServer(t, idptest.Options{})
+	p := newPlugin(t, srv, nil)
+	good := srv.Mint(srv.UserClaims(clientID, "alice", "creator"))
+	for _, tok := range []string{"a!b.c.d", good[:10] + "~" + good[11:], good + "=", "abc", "a.b", "a.b.c.d", "+/+.+/+.+/+",
+		strings.Replace(good, ".", "..", 1), good[:len(good)-1] + "\x7f"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		v := p.Authorize(r)
+		if v.Outcome != idp.InvalidToken || idp.Reason(v.Err) != "malformed token" {
+			t.Errorf("%q: outcome %v, reason %q; want invalid, malformed token", tok, v.Outcome, idp.Reason(v.Err))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package idp
 import (
 	"crypto/sha256"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,14 +15,17 @@ import (
 // not re-verified. In front of it, a small table of the tokens presented
 // recently (hotTokens) answers repeated tokens with the Identity verified
 // before, without hashing them with SHA-256. Behind it, entries are keyed
-// by the SHA-256 of the token, bounded in number, never served at or past
-// the token's exp, and belong to one key-set generation: when the key
-// material changes, the whole cache is dropped.
+// by the SHA-256 of the token's signing input (header.payload) and hold
+// the signature, which a hit must match exactly: that digest is the one an
+// RS256, PS256 or ES256 signature check needs, so a miss hashes the token
+// once (verifyWith), not twice. Entries are bounded in number, never
+// served at or past the token's exp, and belong to one key-set generation:
+// when the key material changes, the whole cache is dropped.
 //
 // Memory and garbage collection: an entry keeps neither the token nor the
-// decoded Identity, only the verified JSON payload (a byte slice without
-// pointers, which the garbage collector marks without scanning) and its
-// exp, so that a full cache adds little to each collection's work; a hit
+// decoded Identity, only the verified JSON payload and the signature's
+// text (without pointers, which the garbage collector marks without
+// scanning) and its exp, so that a full cache adds little to each collection's work; a hit
 // from the shards decodes the payload again (far cheaper than a signature)
 // and makes the token hot. TestCacheEntryFootprint holds an entry to its
 // heap budget (bench/README.md, "Verified-token cache", has the numbers).
@@ -48,6 +52,7 @@ type cacheShard struct {
 
 type cacheEntry struct {
 	payload []byte // the verified JSON payload (TokenPayload.Raw), shared, never modified
+	sig     string // cacheKey.sig of the token (a copy: the token is not kept)
 	exp     int64  // unix nanoseconds
 }
 
@@ -65,23 +70,41 @@ func newTokenCache(max int) *tokenCache {
 	return c
 }
 
-// cacheKey locates a token in the cache: its hot slot, its SHA-256 and
-// its shard. lookup finds the slot and get the rest, once per request;
-// promote and put reuse them.
+// cacheKey locates a token in the cache: its hot slot, the SHA-256 of its
+// signing input, its signature and its shard. lookup finds the slot and
+// get the rest, once per request; promote, put and the signature check
+// (verifyJWT) reuse them.
 type cacheKey struct {
-	hot   *atomic.Pointer[hotEntry]
+	hot *atomic.Pointer[hotEntry]
+	// sum is the SHA-256 of raw up to its last '.' (the signing input of
+	// a JWS), or of all of raw when it has none; sig is the rest, from
+	// that '.' on ("" without one). The pair determines raw.
 	sum   [32]byte
+	sig   string // a part of raw, not a copy
 	shard *cacheShard
 }
 
-// hash fills in k's SHA-256 and shard.
+// hash fills in k's digest, signature and shard.
 func (c *tokenCache) hash(raw string, k *cacheKey) {
+	in := raw
+	if dot := strings.LastIndexByte(raw, '.'); dot >= 0 {
+		in, k.sig = raw[:dot], raw[dot:]
+	}
 	bp := c.pool.Get().(*[]byte)
-	b := append((*bp)[:0], raw...)
+	b := append((*bp)[:0], in...)
 	k.sum = sha256.Sum256(b)
 	*bp = b
 	c.pool.Put(bp)
 	k.shard = &c.shards[int(k.sum[0])%c.nShards]
+}
+
+// signingSum returns the SHA-256 of the token's signing input when get
+// computed it, else nil.
+func (k *cacheKey) signingSum() *[32]byte {
+	if k.shard == nil || k.sig == "" {
+		return nil
+	}
+	return &k.sum
 }
 
 // lookup returns the Identity the hot table holds for raw under key-set
@@ -110,7 +133,7 @@ func (c *tokenCache) get(raw string, k *cacheKey, now time.Time, gen uint64) (pa
 	e, ok := s.entries[k.sum]
 	sgen := s.gen
 	s.mu.RUnlock()
-	if !ok || sgen != gen || now.UnixNano() >= e.exp {
+	if !ok || sgen != gen || now.UnixNano() >= e.exp || e.sig != k.sig {
 		return nil, 0
 	}
 	return e.payload, e.exp
@@ -145,7 +168,7 @@ func (c *tokenCache) put(k cacheKey, id *Identity, exp, now time.Time, gen uint6
 		s.evictLocked(now.UnixNano(), c.perShard/16+1)
 	}
 	expNanos := unixNanos(exp)
-	s.entries[k.sum] = cacheEntry{payload: id.Payload.Raw, exp: expNanos}
+	s.entries[k.sum] = cacheEntry{payload: id.Payload.Raw, sig: strings.Clone(k.sig), exp: expNanos}
 	c.hot.put(k.hot, id, expNanos, gen)
 }
 

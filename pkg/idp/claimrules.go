@@ -45,10 +45,6 @@ type ClaimValue struct {
 	Text string
 }
 
-// ErrClaimType is the error of TokenPayload.ClaimValues for a claim that
-// is not a string, a boolean, a number or an array of them.
-var ErrClaimType = errors.New("idp: the claim is not a string, boolean, number or array of them")
-
 // CanonicalNumber returns the spelling that every JSON number of the same
 // decimal value shares: numbers are compared exactly, as decimals, never
 // through float64, so 1, 1.0, 10e-1 and 1e0 are equal and
@@ -100,18 +96,18 @@ func (p *TokenPayload) ClaimValues(path ClaimPath) ([]ClaimValue, error) {
 	return out, nil
 }
 
-// ClaimValueOf converts a Go value to the ClaimValue a claim rule
+// claimValueOf converts a Go value to the ClaimValue a claim rule
 // compares: a string (not empty), a bool, any integer type, a finite
 // float32 or float64 (its shortest decimal spelling, so 0.1 is the JSON
 // number 0.1), a json.Number, or a ClaimValue.
-func ClaimValueOf(v any) (ClaimValue, error) {
+func claimValueOf(v any) (ClaimValue, error) {
 	switch x := v.(type) {
 	case ClaimValue:
 		if x.Kind < ClaimString || x.Kind > ClaimNumber {
 			return ClaimValue{}, fmt.Errorf("idp: claim value of unknown kind %d", x.Kind)
 		}
 		if x.Kind == ClaimNumber {
-			return ClaimValueOf(json.Number(x.Text))
+			return claimValueOf(json.Number(x.Text))
 		}
 		if x.Kind == ClaimBool && x.Text != "true" && x.Text != "false" {
 			return ClaimValue{}, fmt.Errorf("idp: boolean claim value %q: want true or false", x.Text)
@@ -170,12 +166,14 @@ func floatValue(f float64, bits int) (ClaimValue, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return ClaimValue{}, fmt.Errorf("idp: claim value %v is not a JSON number", f)
 	}
-	return ClaimValueOf(json.Number(strconv.FormatFloat(f, 'g', -1, bits)))
+	return claimValueOf(json.Number(strconv.FormatFloat(f, 'g', -1, bits)))
 }
 
 // ClaimRule is one clause of a claims guard: the claim at Path (a claim
-// path, see ClaimPath) must hold one of Values (see ClaimValueOf for the
-// Go types). A claim that is an array matches when one of its elements
+// path, see ClaimPath) must hold one of Values: strings (not empty),
+// bools, integers of any type, finite float32 or float64 values (their
+// shortest decimal spelling, so 0.1 is the JSON number 0.1), json.Number
+// values or ClaimValues. A claim that is an array matches when one of its elements
 // does; a claim that is absent, null, or of another shape never matches.
 type ClaimRule struct {
 	Path   string
@@ -190,8 +188,8 @@ type ClaimRule struct {
 // compares them). A refusal names its clause "claims:<path>" (MatchAll:
 // the first rule that failed) or "claims" (MatchAny: none matched). The
 // error names the first rule that is invalid: no rule, a path that does
-// not parse or is given twice, no values, or a value ClaimValueOf
-// refuses.
+// not parse or is given twice, no values, or a value of another Go type
+// than ClaimRule lists.
 func NewClaimsGuard(s MatchStrategy, rules ...ClaimRule) (Guard, error) {
 	if s != MatchAll && s != MatchAny {
 		return nil, fmt.Errorf("idp: unknown MatchStrategy %d", int(s))
@@ -215,7 +213,7 @@ func NewClaimsGuard(s MatchStrategy, rules ...ClaimRule) (Guard, error) {
 		}
 		cr := claimRule{path: p, clause: "claims:" + r.Path}
 		for _, v := range r.Values {
-			cv, err := ClaimValueOf(v)
+			cv, err := claimValueOf(v)
 			if err != nil {
 				return nil, fmt.Errorf("idp: claims: claim %q: %w", r.Path, err)
 			}

@@ -95,8 +95,11 @@ type User struct {
 	PreferredUsername string
 	Email             string // the mapped e-mail (email with both presets)
 	Name              string
-	// RealmRoles are the roles RequireRoles checks: realm_access.roles
-	// with the Keycloak preset, the mapped roles otherwise.
+	// RealmRoles are the roles RequireRoles and HasRole check, whichever
+	// provider issued the token: realm_access.roles with the Keycloak
+	// preset, the mapped roles (ClaimMapping.Roles) otherwise. The name is
+	// the specification's (Keycloak's realm roles); it holds any
+	// provider's roles.
 	RealmRoles  []string
 	ClientRoles map[string][]string // client ID -> roles, from resource_access
 	// Groups are the groups RequireGroups checks: the groups claim (an
@@ -112,8 +115,15 @@ type User struct {
 // HasGroup reports whether u is in the group.
 func (u *User) HasGroup(group string) bool { return contains(u.Groups, group) }
 
-// HasRealmRole reports whether u holds the realm role.
-func (u *User) HasRealmRole(role string) bool { return contains(u.RealmRoles, role) }
+// HasRole reports whether u holds the role (one of RealmRoles, whichever
+// provider issued the token).
+func (u *User) HasRole(role string) bool { return contains(u.RealmRoles, role) }
+
+// HasRealmRole reports whether u holds the role.
+//
+// Deprecated: use HasRole; the roles are any provider's, not only
+// Keycloak's realm roles. HasRealmRole stays for the specification's name.
+func (u *User) HasRealmRole(role string) bool { return u.HasRole(role) }
 
 // HasClientRole reports whether u holds the role of the client.
 func (u *User) HasClientRole(clientID, role string) bool {

@@ -3,6 +3,7 @@ package idp
 import (
 	"errors"
 	"fmt"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idp-proxy/idp-proxy/internal/fielderr"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 )
 
 // TokenLocation says where the access token is read from.
@@ -183,11 +185,12 @@ type Config struct {
 	// identity provider did not send its keys in time". WaitReady blocks
 	// for the keys without a bound. Negative: never wait. [5s]
 	FirstKeysWait time.Duration
-	// VerifiedCacheSize bounds the cache of verified tokens (keyed by a
-	// SHA-256 of the token, never used past the token's exp, dropped when
-	// the key set changes; an entry is the verified payload, not the
-	// decoded identity). A table of the 256 tokens presented
-	// most recently sits in front of it (and goes with it). [10000]
+	// VerifiedCacheSize bounds the cache of verified tokens (keyed by the
+	// SHA-256 of the token's signing input and its signature, never used
+	// past the token's exp, dropped when the key set changes; an entry is
+	// the verified payload and the signature, not the decoded identity).
+	// A table of the 256 tokens presented most recently sits in front of
+	// it (and goes with it). [10000]
 	VerifiedCacheSize int
 	// DisableVerifiedCache turns that cache and the table in front of it
 	// off: every presentation of a token is verified in full. A negative
@@ -227,6 +230,18 @@ type Config struct {
 	// idp.token.refresh for every refresh. A span never carries a token, a
 	// cookie, a query string or a claim value. [nil: no spans, at no cost]
 	TracerProvider trace.TracerProvider
+
+	// SessionEnded is told of every logout the /auth routes carry out, so
+	// that what was derived from the session's tokens (exchanged tokens,
+	// see package exchange) is forgotten with it: a back-channel logout
+	// token's sid (then sub is "") or, naming no sid, its sub; a sign-out
+	// of a session (Session mode), its provider sid, or its sub when it
+	// has none. It must not block. [nil]
+	SessionEnded func(sid, sub string)
+
+	// DPoP is proof of possession (RFC 9449) for DPoP-bound tokens; see
+	// DPoPConfig. [mode Off: bearer tokens only]
+	DPoP DPoPConfig
 }
 
 // Issuer returns the issuer URL tokens must carry: IssuerURL when set,
@@ -328,8 +343,11 @@ func (c Config) withDefaults() Config {
 
 // Validate reports every problem of c, with the defaults applied, as New
 // would: one error each, joined, each wrapping ErrConfig. It contacts
-// nothing.
-func (c Config) Validate() error { return c.withDefaults().validate() }
+// nothing. (Compile does the same and keeps the result.)
+func (c Config) Validate() error {
+	_, err := Compile(c)
+	return err
+}
 
 // WithDefaults returns c with every zero optional field set to its default
 // and the names normalised (token location upper case, auth prefix with
@@ -337,12 +355,14 @@ func (c Config) Validate() error { return c.withDefaults().validate() }
 func (c Config) WithDefaults() Config { return c.withDefaults() }
 
 // validate reports every problem of c (after withDefaults), one error each,
-// joined, each wrapping ErrConfig.
-func (c Config) validate() error {
+// joined, each wrapping ErrConfig. It returns the claim mappings it
+// compiled on the way: the primary issuer's, then each of c.Issuers'.
+func (c Config) validate() ([]*token.Mapping, error) {
 	var ps problems
 	bad, missing := ps.bad, ps.missing // of a field, by its Go path
 	badKey := ps.badKey                // by the specification's key
 	its := func(field string) fielderr.Ref { return fielderr.L("%s", field) }
+	c.validateDPoP(&ps)
 	switch {
 	case c.IssuerURL != "":
 		if c.ServerURL != "" || c.Realm != "" {
@@ -360,7 +380,9 @@ func (c Config) validate() error {
 	if c.ClientID == "" {
 		missing("ClientID", "%s is required", its("ClientID"))
 	}
-	if err := c.Claims.Validate(); err != nil {
+	mappings := make([]*token.Mapping, 1+len(c.Issuers))
+	var err error
+	if mappings[0], err = c.Claims.compile(); err != nil {
 		ps.errs = append(ps.errs, err)
 	}
 	switch c.TokenLocation {
@@ -381,11 +403,11 @@ func (c Config) validate() error {
 			missing("SessionSecret", "a session secret of at least 32 bytes is required when %s is true", its("IncludeRoutes"))
 		} else if len(c.SessionSecret) < 32 {
 			bad("SessionSecret", "a session secret of at least 32 bytes is required when %s is true", its("IncludeRoutes"))
-		} else if m := PlaceholderSecret(c.SessionSecret); m != "" {
+		} else if m := placeholderSecret(c.SessionSecret); m != "" {
 			bad("SessionSecret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}
-	if _, err := compileRedirectHosts(c.AllowedRedirectHosts); err != nil {
+	if _, err := authflow.CompileRedirectHosts(c.AllowedRedirectHosts); err != nil {
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
 			bad("AllowedRedirectHosts", "%v", e)
 		}
@@ -396,7 +418,7 @@ func (c Config) validate() error {
 		}
 		c.Session.validate(func(field, format string, args ...any) { badKey("session."+field, format, args...) })
 		if c.Session.CookieDomain != "" {
-			if err := checkCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
+			if err := authflow.CheckCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
 				bad("Session.CookieDomain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
 			}
 		}
@@ -422,8 +444,8 @@ func (c Config) validate() error {
 		bad("MaxTokenBytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
 	}
 	checkAlgorithms(c.Algorithms, func(format string, args ...any) { badKey("algorithms", format, args...) })
-	c.validateIssuers(badKey, &ps.errs)
-	return errors.Join(ps.errs...)
+	c.validateIssuers(badKey, &ps.errs, mappings[1:])
+	return mappings, errors.Join(ps.errs...)
 }
 
 // checkRealmForm reports the problems of the Keycloak shorthand,

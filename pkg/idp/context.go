@@ -16,6 +16,8 @@ type Identity struct {
 	Payload *TokenPayload
 	// Raw is the access token as it was sent, for forwarding downstream.
 	Raw string
+	// cnf is the token's binding (binding.go), checked on every request.
+	cnf confirmation
 }
 
 type ctxKey struct{}

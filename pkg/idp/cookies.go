@@ -20,9 +20,9 @@ type CookieSet struct {
 	AuthPrefix string
 }
 
-// OwnsPath reports whether path belongs to the plugin's own routes: path
+// ownsPath reports whether path belongs to the plugin's own routes: path
 // is AuthPrefix or below it ("/auth", "/auth/login"; not "/authx").
-func (s CookieSet) OwnsPath(path string) bool {
+func (s CookieSet) ownsPath(path string) bool {
 	return s.AuthPrefix != "" && urlpath.Under(path, s.AuthPrefix)
 }
 
@@ -34,13 +34,13 @@ func (p *Plugin) Cookies() CookieSet {
 		s.AuthPrefix = p.cfg.AuthPrefix
 	}
 	if p.sessions != nil {
-		s.Names = append(s.Names, p.sessions.cookieNames()...)
-		s.Session = p.sessions.cookieNames()
+		s.Names = append(s.Names, p.sessions.CookieNames()...)
+		s.Session = p.sessions.CookieNames()
 	}
 	return s
 }
 
-// ownsPath is CookieSet.OwnsPath without building the set.
+// ownsPath is CookieSet.ownsPath without building the set.
 func (p *Plugin) ownsPath(path string) bool {
 	return p.cfg.IncludeRoutes && urlpath.Under(path, p.cfg.AuthPrefix)
 }

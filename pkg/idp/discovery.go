@@ -71,12 +71,6 @@ func (m *providerMetadata) keycloakDefaults(issuer string) {
 	}
 }
 
-// ErrDiscovery: the provider's discovery document was refused (another
-// issuer named, a required endpoint absent, an endpoint not an http(s)
-// URL). Like an unreachable provider, it leaves the plugin not ready, and
-// is retried.
-var ErrDiscovery = errors.New("idp: discovery document refused")
-
 // discover fetches the discovery document of issuer. The well-known path is
 // appended to the issuer without its trailing slash (OpenID Connect
 // Discovery §4.1), and the document's issuer must equal ours byte for byte

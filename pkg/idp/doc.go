@@ -102,7 +102,7 @@
 //     cookie LoginStateCookie with Path=prefix, valid for LoginStateTTL and
 //     Secure when the request came over TLS or RedirectURI is https.
 //     return_to must be a relative path on this site ("/reports?x=1"; see
-//     the rules in safeReturnTo), or an absolute URL on a host of
+//     the rules in internal/authflow/returnto.go), or an absolute URL on a host of
 //     Config.AllowedRedirectHosts; it is handed back in the callback's
 //     document for the client to navigate to, never redirected to. On an
 //     app's host (another host than RedirectURI's, allowed by
@@ -177,9 +177,12 @@
 // in Config.Algorithms are accepted. Keycloak ID, refresh and offline tokens
 // are rejected by their typ claim. A sender-constrained token (a cnf
 // claim: DPoP's cnf.jkt, RFC 9449; a certificate's cnf["x5t#S256"], RFC
-// 8705; Keycloak's typ "DPoP") is refused with ErrSenderConstrained:
-// proofs of possession are not checked yet, and accepting it as a bearer
-// token is the downgrade RFC 9449 §7.2 warns about. Tokens must be canonical (base64url
+// 8705; Keycloak's typ "DPoP") passes only with its binding, checked on
+// every request whatever Config.DPoP.Mode: a DPoP proof by its key under
+// the DPoP scheme, or the client certificate it names; any other cnf, or
+// the token without its proof, is refused with ErrSenderConstrained
+// (never accepted as a bearer token: the downgrade RFC 9449 §7.2 warns
+// about). Tokens must be canonical (base64url
 // without padding or stray bits); claim names are matched exactly and a
 // name given twice in any object of the header or the claims makes the
 // token invalid, whatever would read it; exp, nbf and iat must be JSON numbers. A

@@ -9,6 +9,8 @@ import (
 
 	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -18,7 +20,7 @@ import (
 // (ErrForbidden) and "technical failure" (ErrUnavailable).
 var (
 	// ErrNoToken: the request carries no access token.
-	ErrNoToken = errors.New("idp: no access token")
+	ErrNoToken = idperr.ErrNoToken
 	// ErrCrossOrigin: a browser's cross-origin request with an unsafe
 	// method carried the token cookie (TokenLocationCookie), which is not
 	// a credential there (see TokenFromRequest). It wraps ErrNoToken.
@@ -29,28 +31,45 @@ var (
 	// ErrInvalidToken: the token is malformed, badly signed, expired, not yet
 	// valid, for another issuer or audience, or not an access token.
 	ErrInvalidToken = token.ErrInvalid
-	// ErrSenderConstrained: the token is bound to a key its sender must
-	// prove it holds (a cnf claim: cnf.jkt for DPoP, RFC 9449;
-	// cnf["x5t#S256"] for a client certificate, RFC 8705; or Keycloak's
-	// typ "DPoP"), and this package does not check such proofs yet, so
-	// the token is refused rather than accepted as a bearer token (RFC
-	// 9449 §7.2: accepting it so would make a stolen bound token useful
-	// again). It comes wrapped in an ErrInvalidToken (401 invalid_token).
-	ErrSenderConstrained = errors.New("idp: sender-constrained token: proof of possession is not supported")
+	// ErrSenderConstrained: the token is bound to a key or certificate
+	// (cnf: cnf.jkt for DPoP, RFC 9449; cnf["x5t#S256"] for a client
+	// certificate, RFC 8705; or Keycloak's typ "DPoP"), or came under the
+	// DPoP scheme, and the request did not prove possession as the DPoP
+	// mode requires (see PossessionError, which wraps it). It comes
+	// wrapped in an ErrInvalidToken (401).
+	ErrSenderConstrained = errors.New("idp: proof of possession refused")
 	// ErrForbidden: the token is valid but a guard refused it.
 	ErrForbidden = errors.New("idp: insufficient permissions")
 	// ErrUnavailable: the provider's keys are not available yet, so no
 	// token can be verified; retry later.
-	ErrUnavailable = errors.New("idp: keys not available")
+	ErrUnavailable = idperr.ErrUnavailable
 	// ErrSessionStoreUnavailable: the session store (Config.Session's
 	// Backend, e.g. Redis) failed or did not answer, so browser sessions
 	// cannot be read, started or ended there; bearer tokens are not
 	// affected. It wraps ErrUnavailable (a 503 with Retry-After) and is
 	// answered "the session store is unavailable", never as the
 	// provider's keys.
-	ErrSessionStoreUnavailable = fmt.Errorf("%w: the session store is unavailable", ErrUnavailable)
+	ErrSessionStoreUnavailable = idperr.ErrSessionStoreUnavailable
 	// ErrConfig: New was given an invalid Config.
 	ErrConfig = errors.New("idp: invalid config")
+	// ErrClaimType is the error of TokenPayload.ClaimValues for a claim that
+	// is not a string, a boolean, a number or an array of them.
+	ErrClaimType = errors.New("idp: the claim is not a string, boolean, number or array of them")
+	// ErrDiscovery: the provider's discovery document was refused (another
+	// issuer named, a required endpoint absent, an endpoint not an http(s)
+	// URL). Like an unreachable provider, it leaves the plugin not ready, and
+	// is retried.
+	ErrDiscovery = errors.New("idp: discovery document refused")
+	// ErrClientRejected: the identity provider refused the client's own
+	// credentials (a wrong or missing client secret, an unknown or disabled
+	// client), or does not let it use the flow the /auth routes need.
+	ErrClientRejected = errors.New("idp: the identity provider refused the client")
+	// ErrSessionNotFound is returned by SessionBackend.Get for an absent
+	// key.
+	ErrSessionNotFound = session.ErrNotFound
+	// ErrInsecureTransport: ForwardToken refused to send a bearer token over
+	// plain http to a host that is not loopback.
+	ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over plain http")
 )
 
 // ConfigError is one problem Config.Validate (and New, NewPages) found:

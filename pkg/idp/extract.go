@@ -8,8 +8,8 @@ import (
 // TokenFromRequest extracts the access token from r according to
 // Config.TokenLocation, without verifying it.
 //
-// HEADER: exactly one Authorization header with the scheme "Bearer"
-// (case-insensitive) and a token of the RFC 6750 b64token alphabet. No
+// HEADER: exactly one Authorization header with the scheme "Bearer" or
+// "DPoP" (RFC 9449 §7.1; case-insensitive) and a token of the RFC 6750 b64token alphabet. No
 // header, or another scheme (a bare token included), is ErrNoToken; two
 // Authorization headers are ErrInvalidRequest; a malformed token is
 // ErrInvalidToken.
@@ -34,40 +34,55 @@ func (p *Plugin) TokenFromRequest(r *http.Request) (string, error) {
 // rawToken is TokenFromRequest without the syntax check of the token
 // itself (Authorize skips it for a token verified before).
 func (p *Plugin) rawToken(r *http.Request) (string, error) {
+	raw, _, err := p.credential(r)
+	return raw, err
+}
+
+// credential is rawToken also reporting whether the token came under the
+// DPoP scheme (RFC 9449 §7.1: read where Bearer is, the header only).
+func (p *Plugin) credential(r *http.Request) (string, bool, error) {
 	if p.cfg.TokenLocation == TokenLocationCookie {
 		cs := r.CookiesNamed(p.cfg.CookieName)
 		if p.cop.Check(r) != nil {
 			if len(cs) == 0 {
-				return "", ErrNoToken
+				return "", false, ErrNoToken
 			}
-			return "", ErrCrossOrigin
+			return "", false, ErrCrossOrigin
 		}
 		switch len(cs) {
 		case 0:
-			return "", ErrNoToken
+			return "", false, ErrNoToken
 		case 1:
 		default:
-			return "", ErrInvalidRequest
+			return "", false, ErrInvalidRequest
 		}
-		return cs[0].Value, nil
+		return cs[0].Value, false, nil
 	}
-	return bearerToken(r.Header)
+	return authorizationToken(r.Header)
 }
 
-func bearerToken(h http.Header) (string, error) {
+// authorizationToken reads the Authorization header: the token of the
+// Bearer or the DPoP scheme (dpop reports which).
+func authorizationToken(h http.Header) (tok string, dpop bool, err error) {
 	vals := h["Authorization"]
 	switch len(vals) {
 	case 0:
-		return "", ErrNoToken
+		return "", false, ErrNoToken
 	case 1:
 	default:
-		return "", ErrInvalidRequest
+		return "", false, ErrInvalidRequest
 	}
 	scheme, tok, ok := strings.Cut(vals[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", ErrNoToken
+	if !ok {
+		return "", false, ErrNoToken
 	}
-	return strings.TrimLeft(tok, " "), nil
+	if !strings.EqualFold(scheme, "Bearer") {
+		if !strings.EqualFold(scheme, "DPoP") {
+			return "", false, ErrNoToken
+		}
+		dpop = true
+	}
+	return strings.TrimLeft(tok, " "), dpop, nil
 }
 
 // b64token marks the bytes of RFC 6750's b64token alphabet (without "="):

@@ -23,8 +23,8 @@ import (
 // §12.2 lets it be absent or repeated); accessToken is the access token
 // issued with it, which at_hash, when present, must match. It returns the
 // claims, decoded once.
-func (a *authRoutes) verifyIDToken(ctx context.Context, raw, wantNonce, accessToken string) (*token.Claims, error) {
-	v, err := a.p.verifyJWT(ctx, &idKind, raw, a.cfg.Now(), &expected{nonce: wantNonce, accessToken: accessToken})
+func (p *Plugin) verifyIDToken(ctx context.Context, raw, wantNonce, accessToken string) (*token.Claims, error) {
+	v, err := p.verifyJWT(ctx, &idKind, raw, p.cfg.Now(), &expected{nonce: wantNonce, accessToken: accessToken}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("idp: id token: %w", err)
 	}
@@ -35,7 +35,7 @@ func (a *authRoutes) verifyIDToken(ctx context.Context, raw, wantNonce, accessTo
 // with a valid signature and exact claim names (idHintKind), as a session
 // keeps it for the logout's id_token_hint.
 func (p *Plugin) idTokenSigned(ctx context.Context, raw string) bool {
-	_, err := p.verifyJWT(ctx, &idHintKind, raw, p.cfg.Now(), nil)
+	_, err := p.verifyJWT(ctx, &idHintKind, raw, p.cfg.Now(), nil, nil)
 	return err == nil
 }
 

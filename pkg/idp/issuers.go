@@ -113,7 +113,8 @@ func (e *IssuerConfigError) Unwrap() error { return e.Err }
 
 // validateIssuers reports the problems of c.IssuerName and c.Issuers
 // (defaults applied) through bad, and as *IssuerConfigError in errs.
-func (c Config) validateIssuers(bad func(field, format string, args ...any), errs *[]error) {
+// mappings receives the claim mapping of each of c.Issuers.
+func (c Config) validateIssuers(bad func(field, format string, args ...any), errs *[]error, mappings []*token.Mapping) {
 	if !validIssuerName(c.IssuerName) {
 		bad("issuer_name", "issuer_name %q: want 1 to 64 letters, digits, '.', '_' or '-'", c.IssuerName)
 	}
@@ -171,7 +172,8 @@ func (c Config) validateIssuers(bad func(field, format string, args ...any), err
 				ibad("audiences", "audiences: an empty audience")
 			}
 		}
-		if err := t.Claims.Validate(); err != nil {
+		var err error
+		if mappings[i], err = t.Claims.compile(); err != nil {
 			*errs = append(*errs, &IssuerConfigError{Index: i, Field: "Claims", Err: fmt.Errorf("%s: %w", at, err)})
 		}
 		checkAlgorithms(t.Algorithms, func(format string, args ...any) { ibad("algorithms", format, args...) })
@@ -211,12 +213,9 @@ type issuer struct {
 	keys      *keySet
 }
 
-// newIssuer builds an issuer; keys is the issuer's key set.
-func newIssuer(name, url string, audiences []string, algs []string, claims ClaimMapping, keys *keySet) (*issuer, error) {
-	mapping, err := claims.compile()
-	if err != nil {
-		return nil, err
-	}
+// newIssuer builds an issuer; keys is the issuer's key set, mapping its
+// compiled claim mapping (Compile).
+func newIssuer(name, url string, audiences []string, algs []string, mapping *token.Mapping, keys *keySet) (*issuer, error) {
 	if err := keys.openStore(); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,6 @@
 package idp
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -69,70 +67,4 @@ func (p *Plugin) answerPage(w http.ResponseWriter, pg errorpage.Page) {
 	if err := p.cfg.Pages.renderer().Write(w, pg); err != nil {
 		p.cfg.Logger.Warn("idp: the page template failed: the built-in page was answered", "status", pg.Status, "error", err)
 	}
-}
-
-// authPageWriter turns the problem+json refusals of the /auth routes into
-// the sign-in's error page when the request is a navigation (a browser
-// coming back from the provider to the callback, or following a login
-// link): every refusal of the routes, present and future, gets it, while
-// their answers to programs stay byte for byte what they were.
-type authPageWriter struct {
-	http.ResponseWriter
-	a       *authRoutes
-	status  int // the refusal's status while it is held back, 0 otherwise
-	problem bytes.Buffer
-	// misconfigured: the provider refused the client itself (see
-	// markMisconfigured); signing in again cannot help.
-	misconfigured bool
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (pw *authPageWriter) Unwrap() http.ResponseWriter { return pw.ResponseWriter }
-
-// markMisconfigured tells the page of the refusal about to be written
-// that the provider refused this client's credentials.
-func markMisconfigured(w http.ResponseWriter) {
-	if pw, ok := w.(*authPageWriter); ok {
-		pw.misconfigured = true
-	}
-}
-
-func (pw *authPageWriter) WriteHeader(status int) {
-	if pw.status == 0 && status >= 400 && pw.Header().Get("Content-Type") == problem.ContentType {
-		pw.status = status // held back: finish writes the page
-		return
-	}
-	pw.ResponseWriter.WriteHeader(status)
-}
-
-func (pw *authPageWriter) Write(b []byte) (int, error) {
-	if pw.status != 0 {
-		return pw.problem.Write(b)
-	}
-	return pw.ResponseWriter.Write(b)
-}
-
-// finish writes the page of a held-back refusal.
-func (pw *authPageWriter) finish() {
-	if pw.status == 0 {
-		return
-	}
-	var d problem.Details
-	_ = json.Unmarshal(pw.problem.Bytes(), &d) // written by problem.Write: well-formed
-	h := pw.Header()
-	h.Del("Content-Length")
-	h.Del("Content-Type")
-	pg := errorpage.Page{Status: pw.status, Detail: d.Detail, Home: "/",
-		Title: "Sign-in failed", Summary: "The sign-in could not be completed."}
-	switch {
-	case pw.misconfigured:
-		pg.Title, pg.Summary = "Sign-in is misconfigured",
-			"The identity provider does not accept this site's sign-in configuration. Signing in again will not help: tell the site's operator."
-	case pw.status == http.StatusServiceUnavailable:
-		pg.Title, pg.Summary = "Sign-in unavailable", "The sign-in service is not ready. Try again in a moment."
-		pg.SignIn = pw.a.p.LoginURL("/")
-	default:
-		pg.SignIn = pw.a.p.LoginURL("/")
-	}
-	pw.a.p.answerPage(pw.ResponseWriter, pg)
 }

@@ -57,9 +57,11 @@ type tokenKind struct {
 	// event is the member the events claim must hold, as an object; ""
 	// for none.
 	event string
-	// refuseCnf refuses a sender-constrained token (cnf, typ DPoP):
-	// ErrSenderConstrained.
-	refuseCnf bool
+	// bound: the token may be sender-constrained (cnf, typ DPoP): its
+	// binding is kept on the Identity and checked against each request
+	// that presents it (binding.go), whatever the DPoP mode. The other
+	// kinds come from the provider, never from a client.
+	bound bool
 	// check applies the kind's claim rules (the fields above) to a token
 	// through steps 1 to 7, in the kind's order.
 	// (v by value: a pointer given to a function value escapes, and the
@@ -108,7 +110,7 @@ var (
 		audience:      audIssuer,
 		times:         tokenTimes{needExp: true},
 		nonce:         nonceMarksIDToken,
-		refuseCnf:     true,
+		bound:         true,
 		check:         checkAccessToken,
 	}
 	// idKind: the login flow's ID token (OpenID Connect Core §3.1.3.7).
@@ -163,7 +165,9 @@ type expected struct {
 }
 
 // verifyJWT runs raw through the pipeline as a token of kind k at now.
-func (p *Plugin) verifyJWT(ctx context.Context, k *tokenKind, raw string, now time.Time, want *expected) (verifiedJWT, error) {
+// sum is the SHA-256 of raw's signing input when the caller has it (the
+// verified-token cache's key), else nil.
+func (p *Plugin) verifyJWT(ctx context.Context, k *tokenKind, raw string, now time.Time, want *expected, sum *[32]byte) (verifiedJWT, error) {
 	var v verifiedJWT
 	if len(raw) > p.cfg.MaxTokenBytes {
 		return v, errTokenTooLarge
@@ -190,7 +194,7 @@ func (p *Plugin) verifyJWT(ctx context.Context, k *tokenKind, raw string, now ti
 		v.waited, v.gen = true, p.gen.Load()
 		snap = is.keys.current()
 	}
-	if err := p.verifySignature(ctx, is, snap, t); err != nil {
+	if err := p.verifySignature(ctx, is, snap, t, sum); err != nil {
 		return v, err
 	}
 	var c *token.Claims
@@ -220,8 +224,8 @@ func lowerTyp(typ string) string {
 
 // verifySignature checks t's signature with the key the header selects
 // (see selectKey) among the keys of the issuer is, with one of is's
-// algorithms.
-func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnapshot, t *token.JWS) error {
+// algorithms. sum, when not nil, is the SHA-256 of t's signing input.
+func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnapshot, t *token.JWS, sum *[32]byte) error {
 	method, ok := is.methods[t.Alg]
 	if !ok {
 		return invalid("unsupported algorithm", nil)
@@ -232,13 +236,13 @@ func (p *Plugin) verifySignature(ctx context.Context, is *issuer, snap *keySnaps
 	}
 	if set, ok := key.(jwt.VerificationKeySet); ok {
 		for _, k := range set.Keys {
-			if method.Verify(t.SigningInput, t.Sig, k) == nil {
+			if verifyWith(method, t, k, sum) == nil {
 				return nil
 			}
 		}
 		return invalid("invalid signature", nil)
 	}
-	if err := method.Verify(t.SigningInput, t.Sig, key); err != nil {
+	if err := verifyWith(method, t, key, sum); err != nil {
 		return invalid("invalid signature", err)
 	}
 	return nil

@@ -12,10 +12,10 @@ var placeholderMarks = []string{
 	"your_secret", "insert-secret", "xxxxxxxx",
 }
 
-// PlaceholderSecret returns the placeholder mark secret contains (compared
+// placeholderSecret returns the placeholder mark secret contains (compared
 // ignoring case: "replace-with", "changeme", "placeholder", ...), or ""
 // for none. Config.Validate refuses a session secret with one.
-func PlaceholderSecret(secret []byte) string {
+func placeholderSecret(secret []byte) string {
 	s := strings.ToLower(string(secret))
 	for _, m := range placeholderMarks {
 		if strings.Contains(s, m) {

@@ -14,6 +14,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 
@@ -28,12 +31,14 @@ type Plugin struct {
 	byURL       map[string]*issuer // issuers by URL; nil with the primary alone
 	keys        *keySet            // the primary's
 	cache       *tokenCache
-	sessions    *sessionManager // nil without Config.Session
-	intern      *token.Interner // claim strings shared between tokens (see token.DecodeClaims)
+	sessions    *session.Manager // nil without Config.Session
+	intern      *token.Interner  // claim strings shared between tokens (see token.DecodeClaims)
 	excluded    map[string]struct{}
 	cop         *http.CrossOriginProtection // the cookies' CSRF check: see TokenFromRequest
-	redirects   *redirectHosts              // Config.AllowedRedirectHosts; nil without
+	site        *authflow.Site              // where the sign-in lives: callback, prefix, allowed redirect hosts
 	tracer      trace.Tracer                // nil without Config.TracerProvider
+	dpop        *dpop.Verifier              // proofs of possession (binding.go)
+	dpopAlgs    string                      // the DPoP challenge's algs
 
 	// gen is the generation of the trusted key material: bumped whenever
 	// any issuer's key set changes, it is the generation the verified-token
@@ -61,12 +66,17 @@ type Plugin struct {
 // Background work (key refreshes) stops when ctx is done or Close is
 // called.
 func New(ctx context.Context, cfg Config) (*Plugin, error) {
-	deprecated := deprecatedSpellings(cfg)
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	c, err := Compile(cfg)
+	if err != nil {
 		return nil, err
 	}
-	for _, d := range deprecated {
+	return newPlugin(ctx, c)
+}
+
+// newPlugin is New's work after Compile.
+func newPlugin(ctx context.Context, c *Compiled) (*Plugin, error) {
+	cfg := c.cfg
+	for _, d := range c.deprecated {
 		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idp: deprecated configuration", slog.String("field", d.field), slog.String("instead", d.instead))
 	}
 	if cfg.HTTPClient == nil {
@@ -82,7 +92,17 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),
 	}
-	p.redirects, _ = compileRedirectHosts(cfg.AllowedRedirectHosts) // validated above
+	redirectURI, err := url.Parse(cfg.RedirectURI) // validated above when the routes are on
+	if err != nil {
+		redirectURI = &url.URL{}
+	}
+	redirects, _ := authflow.CompileRedirectHosts(cfg.AllowedRedirectHosts)
+	p.site = &authflow.Site{RedirectURI: redirectURI, AuthPrefix: cfg.AuthPrefix, Redirects: redirects}
+	dv, err := newDPoPVerifier(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dpop: %w", ErrConfig, err)
+	}
+	p.dpop, p.dpopAlgs = dv, algsList(dv)
 	if cfg.TracerProvider != nil {
 		p.tracer = cfg.TracerProvider.Tracer(tracerName)
 	}
@@ -97,17 +117,18 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 		_ = p.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host)
 		// The apps of one sign-in named by exact host trust each other's
 		// unsafe requests; hosts matched by a pattern only get redirects.
-		for _, o := range p.redirects.origins(u.Scheme == "https") {
+		for _, o := range redirects.Origins(u.Scheme == "https") {
 			_ = p.cop.AddTrustedOrigin(o)
 		}
 	}
 	if cfg.Session != nil {
 		u, _ := url.Parse(cfg.RedirectURI) // validated
-		sm, err := newSessionManager(p, *cfg.Session, u.Scheme == "https")
+		sm, err := newSessions(p, *cfg.Session, u.Scheme == "https")
 		if err != nil {
 			return nil, err
 		}
 		p.sessions = sm
+		p.site.CookieDomain = sm.Domain()
 	}
 	newKeys := func(iss string, keycloak bool, ttl, interval time.Duration) *keySet {
 		k := &keySet{
@@ -128,16 +149,16 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	p.keys = newKeys(iss, cfg.IssuerURL == "", cfg.JWKSCacheTTL, cfg.UnknownKIDRefreshInterval)
 	primary, err := newIssuer(cfg.IssuerName, iss, append([]string{cfg.Audience}, cfg.OptionalAudiences...),
-		cfg.Algorithms, cfg.Claims, p.keys)
+		cfg.Algorithms, c.mappings[0], p.keys)
 	if err != nil {
 		return nil, err
 	}
 	p.primary = primary
 	p.issuers = []*issuer{primary}
-	for _, t := range cfg.Issuers {
+	for i, t := range cfg.Issuers {
 		keys := newKeys(t.Issuer(), t.IssuerURL == "", t.JWKSCacheTTL, t.UnknownKIDRefreshInterval)
 		keys.log = cfg.Logger.With("issuer", t.Name)
-		is, err := newIssuer(t.Name, t.Issuer(), t.Audiences, t.Algorithms, t.Claims, keys)
+		is, err := newIssuer(t.Name, t.Issuer(), t.Audiences, t.Algorithms, c.mappings[1+i], keys)
 		if err != nil {
 			return nil, err
 		}
@@ -282,7 +303,7 @@ func (p *Plugin) Close() error {
 		<-p.stopped
 		if p.sessions != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			p.sessions.closePending(ctx)
+			p.sessions.ClosePending(ctx)
 			cancel()
 		}
 	})

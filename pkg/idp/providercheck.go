@@ -14,11 +14,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ErrClientRejected: the identity provider refused the client's own
-// credentials (a wrong or missing client secret, an unknown or disabled
-// client), or does not let it use the flow the /auth routes need.
-var ErrClientRejected = errors.New("idp: the identity provider refused the client")
-
 // CheckResult is the outcome of one ProviderCheck.
 type CheckResult uint8
 
@@ -81,10 +76,11 @@ type ProviderCheckOptions struct {
 // issued; the provider may log the refused exchange. Each call is bounded
 // by HTTPTimeout. The error is for an invalid cfg only.
 func CheckProvider(ctx context.Context, cfg Config, o ProviderCheckOptions) ([]ProviderCheck, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	compiled, err := Compile(cfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg = compiled.Config()
 	client := cfg.HTTPClient
 	if client == nil {
 		client = defaultHTTPClient(cfg.HTTPTimeout)

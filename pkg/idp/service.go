@@ -2,7 +2,6 @@ package idp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,10 +12,6 @@ import (
 
 // Service-to-service calls: a service's own tokens (client_credentials)
 // and forwarding of the caller's token.
-
-// ErrInsecureTransport: ForwardToken refused to send a bearer token over
-// plain http to a host that is not loopback.
-var ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over plain http")
 
 // ClientCredentials returns a TokenSource of this client's own access
 // tokens (the client_credentials grant, spec §4.4): a form-encoded POST of

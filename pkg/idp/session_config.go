@@ -102,7 +102,7 @@ func (c SessionConfig) validate(bad func(field, format string, args ...any)) {
 	for i, s := range c.PreviousSecrets {
 		if len(s) < 32 {
 			bad("previous_secrets", "previous session secret %d: at least 32 bytes", i+1)
-		} else if m := PlaceholderSecret(s); m != "" {
+		} else if m := placeholderSecret(s); m != "" {
 			bad("previous_secrets", "previous session secret %d is a placeholder (it contains %q)", i+1, m)
 		}
 	}

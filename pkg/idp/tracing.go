@@ -20,6 +20,9 @@ const (
 	AttrOutcome = attribute.Key("idp.outcome") // the Outcome's name
 	AttrSession = attribute.Key("idp.session") // the token came from a browser session
 	AttrClause  = attribute.Key("idp.clause")  // Verdict.Clause: the rule's clause that refused
+	// AttrDPoPCheck names the proof-of-possession check that refused
+	// (PossessionCheck): "htm", "jti", "x5t#S256", ...
+	AttrDPoPCheck = attribute.Key("idp.dpop.check")
 	// AttrIssuerName is the name of the trusted issuer of the token
 	// (User.IssuerName), when it was valid.
 	AttrIssuerName = attribute.Key("idp.issuer.name")
@@ -61,6 +64,9 @@ func SetVerdictAttributes(span trace.Span, v Verdict) {
 	span.SetAttributes(AttrOutcome.String(v.Outcome.String()), AttrCache.String(cache), AttrSession.Bool(v.Session))
 	if v.Clause != "" {
 		span.SetAttributes(AttrClause.String(v.Clause)) // the rule's wording, never token content
+	}
+	if c := PossessionCheck(v.Err); c != "" {
+		span.SetAttributes(AttrDPoPCheck.String(c))
 	}
 	if v.Identity != nil {
 		// A configured name, and the configured URL the token's iss was

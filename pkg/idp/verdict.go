@@ -2,11 +2,13 @@ package idp
 
 import (
 	"errors"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/idp-proxy/idp-proxy/internal/problem"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // Outcome classifies a Verdict.
@@ -70,6 +72,12 @@ type Verdict struct {
 	// wording, never token content; WriteVerdict sends it as the "clause"
 	// member of the problem+json body.
 	Clause string
+
+	// dpopMode is the DPoP mode the request was judged in, dpopScheme
+	// whether its token came under the DPoP scheme: WriteVerdict's
+	// challenges (binding.go).
+	dpopMode   dpop.Mode
+	dpopScheme bool
 }
 
 // SetCookies adds v.Cookies to w's header.
@@ -105,6 +113,9 @@ func (v Verdict) Status() int {
 func (v Verdict) Detail() string {
 	switch v.Outcome {
 	case NoToken:
+		if v.dpopMode == dpop.Required {
+			return "a DPoP-bound token and its proof are required"
+		}
 		return "a bearer token is required"
 	case InvalidRequest:
 		return "the request carries more than one token"
@@ -119,7 +130,10 @@ func (v Verdict) Detail() string {
 		if errors.Is(v.Err, ErrSessionStoreUnavailable) {
 			return detailSessionStoreUnavailable
 		}
-		if errors.Is(v.Err, errRefreshUnavailable) {
+		if errors.Is(v.Err, errReplayUnavailable) {
+			return replayDetail(v.Err)
+		}
+		if errors.Is(v.Err, session.ErrRefreshUnavailable) {
 			return "the identity provider did not refresh the session's expired access token; retry shortly"
 		}
 		if errors.Is(v.Err, errKeyWait) {
@@ -186,6 +200,7 @@ func VerdictOf(err error) Verdict {
 // with returns o carrying v's session fields.
 func (v Verdict) with(o Verdict) Verdict {
 	o.Cookies, o.Session, o.Cached = v.Cookies, v.Session, v.Cached
+	o.dpopMode, o.dpopScheme = v.dpopMode, v.dpopScheme
 	return o
 }
 
@@ -222,6 +237,9 @@ func (p *Plugin) WriteVerdict(w http.ResponseWriter, r *http.Request, v Verdict)
 		h.Set("WWW-Authenticate", realm+`, error="insufficient_scope"`)
 	case Unavailable:
 		h.Set("Retry-After", "5")
+	}
+	if v.dpopMode != dpop.Off && (v.Outcome == NoToken || v.Outcome == InvalidToken) {
+		p.dpopChallenges(h, v, h.Get("WWW-Authenticate"))
 	}
 	if WantsPage(r) {
 		p.writePage(w, r, v.Status(), v.Detail(), v.Identity)

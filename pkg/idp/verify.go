@@ -23,7 +23,7 @@ var errUnknownKID = errors.New("unknown signing key")
 // empty), ErrInvalidToken, or ErrUnavailable (the keys are not loaded
 // yet).
 func (p *Plugin) Verify(ctx context.Context, raw string) (*TokenPayload, error) {
-	id, err := p.verify(ctx, raw)
+	id, err := p.VerifyIdentity(ctx, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +33,21 @@ func (p *Plugin) Verify(ctx context.Context, raw string) (*TokenPayload, error) 
 // VerifyIdentity is Verify returning the whole Identity: the claims and
 // the User the claim mapping reads from them. The Identity is shared
 // between calls with the same token: treat it as read-only.
+//
+// raw is judged as a bearer token presented without proof or certificate
+// (Config.DPoP.Mode applies): a sender-constrained token is refused with
+// a PossessionError; VerifyPresentation checks its binding.
 func (p *Plugin) VerifyIdentity(ctx context.Context, raw string) (*Identity, error) {
-	return p.verify(ctx, raw)
+	id, err := p.verify(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	if !boundOK(id, false, p.cfg.DPoP.Mode) {
+		if err := p.checkPossession(ctx, id, &Presentation{Token: raw, Mode: p.cfg.DPoP.Mode}); err != nil {
+			return nil, err
+		}
+	}
+	return id, nil
 }
 
 // errTokenTooLarge: the token is longer than Config.MaxTokenBytes.
@@ -121,14 +134,14 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		// the cache never serves at or past exp).
 		if is := p.issuerOfPayload(payload); is != nil {
 			if c, err := p.decodeClaims(is, payload); err == nil {
-				id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name)}
+				id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name), cnf: confirmationOf(&accessKind, c).withATH(raw)}
 				p.cache.promote(key, id, exp, gen)
 				pr.cached = true
 				return id, nil
 			}
 		}
 	}
-	v, err := p.verifyJWT(ctx, &accessKind, raw, now, nil)
+	v, err := p.verifyJWT(ctx, &accessKind, raw, now, nil, key.signingSum())
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +149,7 @@ func (p *Plugin) verifyMiss(ctx context.Context, pr *probe) (*Identity, error) {
 		gen = v.gen
 	}
 	c, is := v.claims, v.is
-	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name)}
+	id := &Identity{Raw: raw, Payload: payloadOf(c), User: userOf(c, is.name), cnf: confirmationOf(&accessKind, c).withATH(raw)}
 	p.cache.put(key, id, token.NumericTime(c.Exp), now, gen)
 	return id, nil
 }
@@ -151,7 +164,7 @@ func (p *Plugin) decodeClaims(is *issuer, payload []byte) (*token.Claims, error)
 }
 
 // checkAccessToken is accessKind's check: the lifetime, then the rules
-// on the issuer, the token type, the audience and sender constraints.
+// on the issuer, the token type and the audience.
 func checkAccessToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error {
 	if err := p.checkTimes(v.claims, v.now, k.times); err != nil {
 		return err
@@ -159,8 +172,8 @@ func checkAccessToken(p *Plugin, k *tokenKind, v verifiedJWT, _ *expected) error
 	return p.checkClaims(k, v.is, v.claims, v.jws.IsATJWT())
 }
 
-// checkClaims applies k's rules on the issuer, the token type, the
-// audience of is and sender constraints. atJWT tells that the header
+// checkClaims applies k's rules on the issuer, the token type and the
+// audience of is (a token's binding is checked per request: binding.go). atJWT tells that the header
 // declared an RFC 9068 access token (typ "at+jwt").
 func (p *Plugin) checkClaims(k *tokenKind, is *issuer, c *token.Claims, atJWT bool) error {
 	if c.Issuer == "" {
@@ -170,10 +183,9 @@ func (p *Plugin) checkClaims(k *tokenKind, is *issuer, c *token.Claims, atJWT bo
 		return invalid("wrong issuer", nil)
 	}
 	// Keycloak marks its tokens: "Bearer" for access tokens ("DPoP" for
-	// DPoP-bound ones, refused below), "ID", "Refresh", "Offline",
+	// DPoP-bound ones, whose binding binding.go checks), "ID", "Refresh", "Offline",
 	// "Logout" for the others, none of which may pass here.
-	dpop := strings.EqualFold(c.Typ, "DPoP")
-	if c.Typ != "" && !strings.EqualFold(c.Typ, "Bearer") && !dpop {
+	if c.Typ != "" && !strings.EqualFold(c.Typ, "Bearer") && !strings.EqualFold(c.Typ, "DPoP") {
 		return invalid("not an access token", nil)
 	}
 	// Most other providers leave typ out, and an ID token's aud is the
@@ -190,36 +202,7 @@ func (p *Plugin) checkClaims(k *tokenKind, is *issuer, c *token.Claims, atJWT bo
 	if !p.audienceOK(k.audience, is, c) {
 		return invalid("token not intended for this service", nil)
 	}
-	if k.refuseCnf && (c.Cnf || dpop) {
-		return senderConstrained(c)
-	}
 	return nil
-}
-
-// senderConstrained is the refusal of a token bound to a key (see
-// ErrSenderConstrained), naming the binding: a bound token is checked in
-// full first, so that its reason is the only one.
-func senderConstrained(c *token.Claims) error {
-	reason := "sender-constrained token (cnf): proof of possession is not supported"
-	switch {
-	case present(c, cnfJKT) || strings.EqualFold(c.Typ, "DPoP"):
-		reason = "sender-constrained token (DPoP, cnf.jkt): proof of possession is not supported"
-	case present(c, cnfX5T):
-		reason = "sender-constrained token (client certificate, cnf x5t#S256): proof of possession is not supported"
-	}
-	return invalid(reason, ErrSenderConstrained)
-}
-
-// The confirmation methods senderConstrained names.
-var (
-	cnfJKT = token.Path{Text: "cnf.jkt", Names: []string{"cnf", "jkt"}}
-	cnfX5T = token.Path{Text: `cnf["x5t#S256"]`, Names: []string{"cnf", "x5t#S256"}}
-)
-
-// present reports whether the claim at p is there (not absent, not null).
-func present(c *token.Claims, p token.Path) bool {
-	v, err := token.Lookup(c.Raw, p)
-	return err == nil && v != nil
 }
 
 // signingMethods returns the JWS verifiers of the configured algorithms.

@@ -21,6 +21,7 @@ type compiled struct {
 	upstreams  *upstreamSet
 	authPrefix string // "" unless the plugin serves its /auth routes
 	fa         *forwardAuth
+	certs      *clientCerts // nil: no client_cert.header
 }
 
 // compile checks cfg against the plugin configuration ic (defaults
@@ -31,6 +32,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if err := cfg.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, cfg.needsClientSecret(ic.ClientSecret)...)
 	for _, p := range ic.ExcludedPaths {
 		if reason := checkPath(p); reason != "" {
 			errs = append(errs, fieldErrorf(fields("IDP.ExcludedPaths"), "%s: %q: %s", named("IDP.ExcludedPaths"), p, reason))
@@ -65,6 +67,10 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 			}
 		}
 	}
+	certs, err := compileClientCerts(cfg.ClientCert)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -76,7 +82,11 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if cfg.Upstream.URL != "" {
 		u, _ = url.Parse(cfg.Upstream.URL) // validated
 	}
-	return &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa}, nil
+	c := &compiled{cfg: cfg, rules: rs, headers: newHeaderRules(cfg.Headers), upstream: u, upstreams: ups, authPrefix: authPrefix, fa: fa, certs: certs}
+	if certs != nil {
+		certs.stripFrom(c.headers, ups)
+	}
+	return c, nil
 }
 
 // Compiled is a Config checked and its rules compiled against the plugin
@@ -97,10 +107,12 @@ type Compiled struct {
 // contacting anything. The error lists every problem found, one per line.
 func Compile(cfg Config, ic idp.Config) (*Compiled, error) {
 	var errs []error
-	if err := ic.Validate(); err != nil {
+	if idc, err := idp.Compile(ic); err != nil {
 		errs = append(errs, err)
+		ic = ic.WithDefaults() // the rules are still checked against it
+	} else {
+		ic = idc.Config()
 	}
-	ic = ic.WithDefaults()
 	c, err := compile(cfg, ic)
 	if err != nil {
 		errs = append(errs, err)

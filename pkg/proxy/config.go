@@ -55,6 +55,8 @@ type Config struct {
 	// Assertion configures the assertions of the upstreams whose
 	// credential is "assertion".
 	Assertion AssertionConfig `mapstructure:"assertion"`
+	// ClientCert reads client certificates an ingress passes in a header.
+	ClientCert ClientCertConfig `mapstructure:"client_cert"`
 }
 
 // UpstreamConfig says where requests go.
@@ -96,15 +98,29 @@ type UpstreamConfig struct {
 	StreamTimeout time.Duration `mapstructure:"stream_timeout"`
 	// Credential is what the upstream receives as the caller's
 	// credential: "forward" (the caller's token, as headers.forward_token
-	// says), "none" (identity headers only) or "assertion" (a JWT the
-	// proxy signs for this upstream, see AssertionConfig). With none and
-	// assertion the caller's token reaches the upstream in no header and
-	// no cookie. Upstreams inherit the upstream section's. ["forward"]
+	// says), "none" (identity headers only), "assertion" (a JWT the
+	// proxy signs for this upstream, see AssertionConfig), "exchange"
+	// (a token the provider issues for Audience and Scopes in exchange
+	// for the caller's, RFC 8693) or "client_credentials" (the proxy's
+	// own token for Audience and Scopes, with the caller's identity in
+	// the assertion when assertion keys are configured, and the identity
+	// headers). exchange and client_credentials need idp.client_secret.
+	// With every mode but forward the caller's token reaches the upstream
+	// in no header and no cookie. Upstreams inherit the upstream
+	// section's. ["forward"]
 	Credential string `mapstructure:"credential"`
-	// Audience is the aud of the upstream's assertions (credential
-	// assertion only). [the match pattern's host (and path); the single
-	// upstream's URL]
+	// Audience is the upstream's name at its issuer: the aud of its
+	// assertions (credential assertion, and client_credentials with
+	// assertion keys), the audience parameter of the token exchange
+	// (exchange: with Keycloak, the upstream's client ID) and of the
+	// client-credentials request (which Keycloak ignores: see the
+	// README). [assertion: the match pattern's host (and path), the
+	// single upstream's URL; exchange and client_credentials: none sent]
 	Audience string `mapstructure:"audience"`
+	// Scopes are the scope parameter of the token exchange or the
+	// client-credentials request (exchange and client_credentials only).
+	// [none: the provider's default scopes]
+	Scopes []string `mapstructure:"scopes"`
 }
 
 // Upstream protocols (UpstreamConfig.Protocol).
@@ -158,6 +174,14 @@ type RouteConfig struct {
 	// preflights and sets the CORS headers of its answers. [none: see
 	// Config.SkipAuthPreflight]
 	CORS CORSConfig `mapstructure:"cors" yaml:"cors"`
+	// ClientCert requires a verified client certificate matching it, with
+	// a token or instead of one (see ClientCertRule). [none]
+	ClientCert *ClientCertRule `mapstructure:"client_cert" yaml:"client_cert"`
+	// DPoP is the rule's DPoP mode (RFC 9449): "off" (bearer tokens only),
+	// "allowed" (bearer tokens, and DPoP-bound tokens with their proof) or
+	// "required" (only DPoP-bound tokens with their proof). A token bound
+	// to a key or certificate is checked in every mode. [idp.dpop.mode]
+	DPoP string `mapstructure:"dpop" yaml:"dpop"`
 }
 
 // HeadersConfig names the identity headers sent upstream. An empty name
@@ -285,11 +309,39 @@ func (c Config) validate() error {
 	if err := checkCredential("Upstream.Credential", c.Upstream.Credential); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Upstream.Audience != "" && c.Upstream.Credential != CredentialAssertion && len(c.Upstreams) == 0 {
-		bad(fields("Upstream.Audience"), "%s is the aud of assertions: set %s: assertion, or remove it", named("Upstream.Audience"), named("Upstream.Credential"))
+	if len(c.Upstreams) == 0 {
+		errs = append(errs, checkTarget("Upstream.", c.Upstream)...)
 	}
 	errs = append(errs, c.Assertion.validate(c.usesAssertion())...)
+	if c.assertionOptional() && c.Assertion.IssuerURL != "" && c.Assertion.KeyFile != "" && foldName(c.Assertion.Header) == "authorization" {
+		bad(fields("Assertion.Header"), "%s Authorization: an upstream's credential (exchange or client_credentials) sends its token there; choose another header", named("Assertion.Header"))
+	}
 	return errors.Join(errs...)
+}
+
+// upstreamConfigs are the upstreams' settings, inherited; the upstream
+// section alone without upstreams.
+func (c Config) upstreamConfigs() []UpstreamConfig {
+	if len(c.Upstreams) == 0 {
+		return []UpstreamConfig{c.Upstream}
+	}
+	out := make([]UpstreamConfig, len(c.Upstreams))
+	for i, u := range c.Upstreams {
+		out[i] = u.Inherit(c.Upstream)
+	}
+	return out
+}
+
+// assertionOptional reports whether an upstream's credential sends the
+// assertion when assertion keys are configured (client_credentials),
+// or a token in Authorization (exchange, client_credentials).
+func (c Config) assertionOptional() bool {
+	for _, u := range c.upstreamConfigs() {
+		if u.Credential == CredentialClientCredentials || u.Credential == CredentialExchange {
+			return true
+		}
+	}
+	return false
 }
 
 // usesAssertion reports whether an upstream's credential is assertion.

@@ -5,6 +5,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -26,10 +27,6 @@ const (
 	// upstream alone (see AssertionConfig).
 	CredentialAssertion = "assertion"
 )
-
-// credentialsPlanned are modes of the design not built yet: a load error
-// that says so, rather than a mode that silently forwards.
-var credentialsPlanned = []string{"exchange", "client_credentials"}
 
 // Assertion defaults.
 const (
@@ -74,32 +71,92 @@ type AssertionConfig struct {
 // built modes; field is its Go path ("Upstream.Credential").
 func checkCredential(field, mode string) error {
 	switch mode {
-	case "", CredentialForward, CredentialNone, CredentialAssertion:
+	case "", CredentialForward, CredentialNone, CredentialAssertion, CredentialExchange, CredentialClientCredentials:
 		return nil
 	}
-	for _, m := range credentialsPlanned {
-		if mode == m {
-			return fieldErrorf(fields(field), "%s %q is not available in this version: want forward, none or assertion", named(field), mode)
+	return fieldErrorf(fields(field), "%s %q: want forward, none, assertion, exchange or client_credentials", named(field), mode)
+}
+
+// checkTarget reports audience and scopes on an upstream whose credential
+// does not use them; prefix is its Go path's ("Upstreams[1].").
+func checkTarget(prefix string, u UpstreamConfig) []error {
+	var errs []error
+	switch u.Credential {
+	case CredentialAssertion, CredentialExchange, CredentialClientCredentials:
+	default:
+		if u.Audience != "" {
+			errs = append(errs, fieldErrorf(fields(prefix+"Audience"), "%s is the upstream's audience for assertion, exchange and client_credentials: set %s to one of them, or remove it",
+				named(prefix+"Audience"), named(prefix+"Credential")))
 		}
 	}
-	return fieldErrorf(fields(field), "%s %q: want forward, none or assertion", named(field), mode)
+	if len(u.Scopes) > 0 && u.Credential != CredentialExchange && u.Credential != CredentialClientCredentials {
+		errs = append(errs, fieldErrorf(fields(prefix+"Scopes"), "%s are requested by credential exchange and client_credentials: set %s to one of them, or remove it",
+			named(prefix+"Scopes"), named(prefix+"Credential")))
+	}
+	for _, s := range u.Scopes {
+		if !validScopeToken(s) {
+			errs = append(errs, fieldErrorf(fields(prefix+"Scopes"), "%s: %q is not a scope (RFC 6749 §3.3: printable ASCII without space, \" or \\)", named(prefix+"Scopes"), s))
+		}
+	}
+	return errs
+}
+
+// validScopeToken: RFC 6749 §3.3 scope-token, 1*( %x21 / %x23-5B / %x5D-7E ).
+func validScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// needsClientSecret reports the upstreams whose credential needs the
+// proxy's client secret, as field-named errors (check-config says which).
+func (c Config) needsClientSecret(secret string) []error {
+	if secret != "" {
+		return nil
+	}
+	var errs []error
+	for i, u := range c.upstreamConfigs() {
+		if u.Credential != CredentialExchange && u.Credential != CredentialClientCredentials {
+			continue
+		}
+		k := "Upstream.Credential"
+		if len(c.Upstreams) > 0 {
+			k = fmt.Sprintf("Upstreams[%d].Credential", i)
+		}
+		errs = append(errs, fieldErrorf(fields(k, "IDP.ClientSecret"), "%s %s needs %s: the proxy gets the upstream's token from the identity provider as a confidential client",
+			named(k), u.Credential, named("IDP.ClientSecret")))
+	}
+	return errs
 }
 
 // credential is an upstream's compiled credential mode; nil is forward.
 type credential struct {
 	mode     string
+	name     string // the upstream's, in answers and logs
 	audience string
 	header   string // canonical
 	cache    *assertionCache
+	tokens   tokenSource // exchange, client_credentials
 }
 
-// newCredential compiles an upstream's mode; audience is its aud.
+// newCredential compiles an upstream's mode; audience is its aud. The
+// client_credentials mode sends the assertion when there is a signer.
 func newCredential(mode, audience string, a AssertionConfig, signer *assert.Signer) *credential {
 	switch mode {
 	case "", CredentialForward:
 		return nil
-	case CredentialNone:
+	case CredentialNone, CredentialExchange:
 		return &credential{mode: mode}
+	case CredentialClientCredentials:
+		if signer == nil {
+			return &credential{mode: mode}
+		}
 	}
 	c := &credential{mode: mode, audience: audience, header: canonical(a.Header)}
 	prefix := ""
@@ -225,7 +282,7 @@ func (i *assertionIssuer) serves(path string) bool {
 func (p *Proxy) buildCredentials() error {
 	a := p.cfg.Assertion
 	var signer *assert.Signer
-	if p.cfg.usesAssertion() {
+	if p.cfg.usesAssertion() || p.cfg.assertionOptional() && a.IssuerURL != "" && a.KeyFile != "" {
 		s, err := a.signer(true)
 		if err != nil {
 			return err
@@ -241,11 +298,32 @@ func (p *Proxy) buildCredentials() error {
 			aud = p.cfg.Upstream.URL
 		}
 		p.headers.cred = newCredential(p.cfg.Upstream.Credential, aud, a, signer)
-		return nil
+		return p.buildTokens(p.headers.cred, "upstream", p.cfg.Upstream)
 	}
 	for _, up := range p.ups.all {
 		up.headers.strip[strip] = struct{}{}
 		up.headers.cred = newCredential(up.cfg.Credential, up.audience, a, signer)
+		if err := p.buildTokens(up.headers.cred, up.match, up.cfg); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// buildTokens gives an exchange or client_credentials credential its
+// token source; name is the upstream's.
+func (p *Proxy) buildTokens(c *credential, name string, u UpstreamConfig) error {
+	if c == nil {
+		return nil
+	}
+	c.name = name
+	if c.mode != CredentialExchange && c.mode != CredentialClientCredentials {
+		return nil
+	}
+	ts, err := p.newTokenSource(c.mode, u.Audience, u.Scopes)
+	if err != nil {
+		return fmt.Errorf("proxy: %s credential %s: %w", name, c.mode, err)
+	}
+	c.tokens = ts
 	return nil
 }

@@ -84,13 +84,15 @@ func leaks(got seen, token string) []string {
 
 // TestCredentialModesKeepTheToken sends the caller's token in every place
 // a client may put it (Authorization, the token cookie, another cookie,
-// headers the proxy does not know, in odd spellings) and checks that with
-// credential none and assertion the upstream sees it nowhere, in header
-// and cookie token locations, for the single upstream and for upstreams.
+// headers the proxy does not know, in odd spellings, a POST body) and
+// checks that with every mode but forward the upstream sees it nowhere,
+// in header and cookie token locations, for the single upstream and for
+// upstreams; exchange and client_credentials put their own token in
+// Authorization, client_credentials the assertion too.
 func TestCredentialModesKeepTheToken(t *testing.T) {
-	srv := newProvider(t)
-	alice := srv.Mint(srv.UserClaims("shortener", "alice", "creator"))
-	for _, mode := range []string{CredentialForward, CredentialNone, CredentialAssertion} {
+	srv := exchangeProvider(t)
+	alice := userToken(srv, "alice", "")
+	for _, mode := range []string{CredentialForward, CredentialNone, CredentialAssertion, CredentialExchange, CredentialClientCredentials} {
 		for _, loc := range []string{"header", "cookie"} {
 			for _, many := range []bool{false, true} {
 				name := mode + "/" + loc
@@ -103,11 +105,17 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 					if loc == "cookie" {
 						s.IDP.TokenLocation, s.IDP.CookieName = "cookie", "at"
 					}
+					s.IDP.ClientSecret = proxyClient.Secret
+					uc := UpstreamConfig{URL: up.URL, Credential: mode}
+					if mode == CredentialExchange || mode == CredentialClientCredentials {
+						uc.Audience = "orders-api"
+					}
 					if many {
 						s.Upstream.URL = ""
-						s.Upstreams = []UpstreamRoute{{Match: "app.test/", UpstreamConfig: UpstreamConfig{URL: up.URL, Credential: mode}}}
+						s.Upstreams = []UpstreamRoute{{Match: "app.test/", UpstreamConfig: uc}}
 					} else {
-						s.Upstream.Credential = mode
+						s.Upstream = uc.Inherit(s.Upstream)
+						s.Upstream.URL, s.Upstream.Audience = up.URL, uc.Audience
 					}
 					_, base := assertionProxy(t, s)
 					hdr := map[string]string{
@@ -120,7 +128,8 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 					if loc == "cookie" {
 						token = "" // the cookie carries it
 					}
-					req, _ := http.NewRequest("POST", base+"/shorten", strings.NewReader("a body"))
+					body := "a body"
+					req, _ := http.NewRequest("POST", base+"/shorten", strings.NewReader(body))
 					req.Host = "app.test"
 					if token != "" {
 						req.Header.Set("Authorization", "Bearer "+token)
@@ -144,14 +153,18 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 					case mode != CredentialForward && len(where) > 0:
 						t.Errorf("the upstream received the caller's token in %v", where)
 					}
-					if got.Header.Get("X-Auth-Request-User") != "user-alice" || got.Body != "a body" {
+					if got.Header.Get("X-Auth-Request-User") != "user-alice" || got.Body != body {
 						t.Errorf("identity or body lost: %v %q", got.Header, got.Body)
 					}
 					if mode != CredentialForward && !strings.Contains(got.Header.Get("Cookie"), "theme=dark") {
 						t.Errorf("other cookies lost: %q", got.Header.Get("Cookie"))
 					}
+					bearer := got.Header.Get("Authorization")
+					if own := mode == CredentialExchange || mode == CredentialClientCredentials; own != (bearer != "") && mode != CredentialForward {
+						t.Fatalf("mode %s: Authorization %q", mode, bearer)
+					}
 					a := got.Header.Get(DefaultAssertionHeader)
-					if (mode == CredentialAssertion) != (a != "") {
+					if (mode == CredentialAssertion || mode == CredentialClientCredentials) != (a != "") {
 						t.Fatalf("mode %s: assertion header %q", mode, a)
 					}
 					if a == "" {
@@ -160,6 +173,9 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 					aud := up.URL
 					if many {
 						aud = "app.test"
+					}
+					if mode == CredentialClientCredentials {
+						aud = "orders-api"
 					}
 					v := assertionVerifier(t, base+"/.idp-proxy", aud)
 					id, err := v.VerifyIdentity(t.Context(), a)
@@ -261,12 +277,7 @@ func TestCredentialConfigErrors(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"exchange", func(s *testSetup) { s.Upstream.Credential = "exchange" }, "Upstream.Credential", "not available in this version"},
-		{"client_credentials", func(s *testSetup) {
-			s.Upstream.URL = ""
-			s.Upstreams = []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1", Credential: "client_credentials"}}}
-		}, "Upstreams[0].Credential", "not available in this version"},
-		{"unknown", func(s *testSetup) { s.Upstream.Credential = "Forward" }, "Upstream.Credential", "want forward, none or assertion"},
+		{"unknown", func(s *testSetup) { s.Upstream.Credential = "Forward" }, "Upstream.Credential", "want forward, none, assertion, exchange or client_credentials"},
 		{"no issuer", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.KeyFile = filepath.Join(dir, "k.pem")
@@ -283,7 +294,7 @@ func TestCredentialConfigErrors(t *testing.T) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL, s.Assertion.KeyFile = "http://proxy.example.com", filepath.Join(dir, "k.pem")
 		}, "Assertion.IssuerURL", "https"},
-		{"audience without assertion", func(s *testSetup) { s.Upstream.Audience = "x" }, "Upstream.Audience", "Credential: assertion"},
+		{"audience without assertion", func(s *testSetup) { s.Upstream.Audience = "x" }, "Upstream.Audience", "set Upstream.Credential to one of them"},
 		{"lifetime", func(s *testSetup) { s.Assertion.Lifetime = 2 * time.Hour }, "Assertion.Lifetime", "10s to 1h"},
 		{"reserved header", func(s *testSetup) { s.Assertion.Header = "Cookie" }, "Assertion.Header", "choose another"},
 	} {

@@ -45,6 +45,8 @@ type verdict struct {
 	// takes no redirect.
 	orig  *http.Request
 	nginx bool
+	// challenge: the proxy's own 401 carries the Bearer challenge.
+	challenge bool
 }
 
 // refused reports whether the request is answered by the proxy.
@@ -69,6 +71,9 @@ func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, v verdict) {
 	}
 	if v.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", allowedMethods)
+	}
+	if v.challenge {
+		w.Header().Set("WWW-Authenticate", p.challenge)
 	}
 	p.plugin.WriteProblem(w, r, v.status, v.detail)
 }
@@ -124,6 +129,22 @@ func (p *Proxy) judge(r *http.Request, auth bool) verdict {
 	rl := p.rules.match(r)
 	if !p.rules.caseSafe(r, rl) {
 		return bad(http.StatusBadRequest, "the path differs only in letter case from a path another rule protects")
+	}
+	if rl.cert != nil {
+		if v := p.checkClientCert(r, rl); v != nil {
+			return *v
+		}
+		if rl.cert.tokenOptional {
+			// Admitted by the certificate; a token is taken as on a
+			// public route.
+			v := verdict{rule: rl, dec: decAllowed}
+			iv := p.authorize(r, rl, nil)
+			if iv.Allowed() {
+				v.id = iv.Identity
+			}
+			v.cookies = iv.Cookies
+			return v
+		}
 	}
 	switch rl.policy {
 	case policyDeny:
@@ -181,9 +202,12 @@ func (p *Proxy) preflightTarget(r *http.Request) *rule {
 // tracing.
 func (p *Proxy) authorize(r *http.Request, rl *rule, guards []idp.Guard) idp.Verdict {
 	t0 := time.Now()
-	v := p.plugin.Authorize(r, guards...)
+	v := p.plugin.AuthorizeMode(r, p.dpopMode(rl), guards...)
 	if v.Outcome != idp.NoToken {
 		p.metrics.verify.Observe(time.Since(t0).Seconds())
+		if v.Outcome == idp.InvalidToken {
+			p.countPossession(v)
+		}
 	}
 	if p.tracer != nil {
 		p.authorizeSpan(r, rl, v, t0)

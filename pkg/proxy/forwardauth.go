@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -57,16 +56,12 @@ func compileForwardAuth(c ForwardAuthConfig, authPrefix string) (*forwardAuth, e
 	fa := &forwardAuth{verifyPath: prefix + verifySuffix}
 	var errs []error
 	for _, s := range c.TrustedCIDRs {
-		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		p, err := parsePrefix(s)
 		if err != nil {
-			if a, aerr := netip.ParseAddr(strings.TrimSpace(s)); aerr == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
-			} else {
-				errs = append(errs, fieldErrorf(fields("ForwardAuth.TrustedCIDRs"), "%s: %q is not a CIDR (10.0.0.0/8) or an address", named("ForwardAuth.TrustedCIDRs"), s))
-				continue
-			}
+			errs = append(errs, fieldErrorf(fields("ForwardAuth.TrustedCIDRs"), "%s: %q is not a CIDR (10.0.0.0/8) or an address", named("ForwardAuth.TrustedCIDRs"), s))
+			continue
 		}
-		fa.trusted = append(fa.trusted, p.Masked())
+		fa.trusted = append(fa.trusted, p)
 	}
 	return fa, errors.Join(errs...)
 }
@@ -78,21 +73,7 @@ func (fa *forwardAuth) isVerify(path string) bool {
 
 // trusts reports whether the peer remoteAddr may ask for verdicts.
 func (fa *forwardAuth) trusts(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		return false
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	a = a.Unmap()
-	for _, p := range fa.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return fa != nil && peerIn(fa.trusted, remoteAddr)
 }
 
 // ForwardAuthHandler serves the verdict endpoints to every caller, for a
@@ -154,7 +135,10 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 		if v.orig == nil && status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", "GET, HEAD") // the verify request's own method
 		}
-		if v.nginx && v.orig != nil && status != http.StatusForbidden {
+		if v.challenge {
+			w.Header().Set("WWW-Authenticate", p.challenge) // a client certificate is missing
+		}
+		if v.nginx && v.orig != nil && status != http.StatusForbidden && status != http.StatusUnauthorized {
 			// auth_request passes on only 401 and 403 (anything else is
 			// its 500): a refused original request (400, 405) is a 403.
 			status = http.StatusForbidden
@@ -205,11 +189,16 @@ func (p *Proxy) answerVerify(w http.ResponseWriter, v verdict) {
 	for _, c := range hr.claims {
 		h[c.name] = []string{""}
 	}
-	if hr.forwardToken {
+	if hr.forwardToken || hr.cred != nil {
 		h["Authorization"] = []string{""}
 	}
+	h[DPoPJKTHeader], h["Dpop"] = []string{""}, []string{""}
 	if v.id != nil {
 		hr.setIdentity(h, v.id, nil)
+		hr.forwardProof(h, orig.Header, v.id) // the ingress copies them as the identity headers
+	}
+	if hr.cred != nil && !p.verdictCredential(w, orig, hr.cred, v.id) {
+		return // refused or unavailable: answered
 	}
 	w.WriteHeader(http.StatusOK)
 }
@@ -313,7 +302,7 @@ func originalRequest(r *http.Request) (*http.Request, bool, error) {
 	}
 	orig := (&http.Request{Method: method, URL: u, RequestURI: uri, Host: canonicalHost(host),
 		Header: http.Header{}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, RemoteAddr: r.RemoteAddr}).WithContext(r.Context())
-	for _, k := range []string{"Authorization", "Cookie", "Accept", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Origin", "X-Requested-With"} {
+	for _, k := range []string{"Authorization", "Dpop", "Cookie", "Accept", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Origin", "X-Requested-With"} {
 		if v, ok := h[k]; ok {
 			orig.Header[k] = v
 		}

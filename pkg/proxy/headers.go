@@ -32,6 +32,8 @@ var strippedAlways = []string{
 	"x-real-ip", "x-client-ip", "true-client-ip", "x-cluster-client-ip",
 	// set by the proxy
 	"x-request-id", "authorization", "forwarded",
+	// a DPoP proof goes upstream only with the token it proves (dpop.go)
+	"dpop",
 }
 
 // strippedPrefixes: the proxy's own, and the identity headers of managed

@@ -67,6 +67,7 @@ type Metrics struct {
 	lastReload   prometheus.Gauge
 
 	issuerRequests *prometheus.CounterVec
+	dpopRefusals   *prometheus.CounterVec // by check (dpop.go)
 
 	plugin atomic.Pointer[idp.Plugin] // the key-cache gauges read it
 }
@@ -181,6 +182,7 @@ func NewMetrics() *Metrics {
 			Help: "Requests that carried a valid token, by the trusted issuer that issued it (idp.issuer_name or idp.issuers[].name) and decision.",
 		}, []string{"issuer", "decision"}),
 	}
+	m.dpopRefusals = newDPoPRefusals()
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
 	m.lastReload.SetToCurrentTime()
@@ -199,7 +201,7 @@ func NewMetrics() *Metrics {
 			return 0
 		}
 	}
-	m.reg.MustRegister(m.requests, m.verify, upstream, m.httpRequests, m.duration, m.reloads, m.lastReload,
+	m.reg.MustRegister(m.dpopRefusals, m.requests, m.verify, upstream, m.httpRequests, m.duration, m.reloads, m.lastReload,
 		m.issuerRequests, issuerCollector{m},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "idp_proxy_jwks_refreshes_total", Help: "Successful fetches of the provider's key set.",

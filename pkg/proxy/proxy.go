@@ -18,6 +18,8 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/exchange"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // Options configure New. Zero values get the defaults in brackets.
@@ -71,12 +73,15 @@ type Proxy struct {
 	grpcCORS          *grpcForward           // grpc for the routes with a CORS policy; nil without any
 	ups               *upstreamSet           // Config.Upstreams; nil with one upstream
 	metrics           *Metrics
+	dpopDefault       dpop.Mode // idp.dpop.mode: the rules without routes[].dpop (dpop.go)
 	log               *slog.Logger
 	access            *slog.Logger
 	tokenCookie       string          // the token cookie, removed from forwarded Cookie headers ("" in header mode)
 	credentialCookies []string        // the token cookie (COOKIE mode), the session cookie and its chunks: removed from forwarded Cookie headers
 	preflightRule     *rule           // CORS preflights let through (Config.SkipAuthPreflight)
 	fa                *forwardAuth    // nil unless Config.ForwardAuth.Enabled
+	certs             *clientCerts    // nil unless Config.ClientCert.Header
+	challenge         string          // the Bearer challenge of the proxy's own 401s
 	verifyRule        *rule           // forward-auth verify requests
 	reserved          reservedCookies // cookies the upstream may not set
 	authPrefix        string          // "" unless include_routes
@@ -90,6 +95,7 @@ type Proxy struct {
 	probes            []upstreamProbe  // the upstreams /readyz asks, in configuration order
 	issuer            *assertionIssuer // discovery and JWKS of the assertions; nil without
 	issuerRule        *rule
+	exchanger         *exchange.Exchanger // the exchange upstreams'; nil without
 
 	rids requestIDs
 }
@@ -147,7 +153,11 @@ func build(plugin *idp.Plugin, c *compiled, o Options) (*Proxy, error) {
 		badRule:  &rule{index: -1, pattern: "(rejected)", desc: "rejected before matching", label: "(invalid)"},
 		maxBody:  c.cfg.MaxBodyBytes,
 		fa:       c.fa,
+		certs:    c.certs,
+
+		dpopDefault: ic.DPoP.Mode,
 	}
+	p.challenge = bearerChallenge(plugin)
 	p.verifyRule = &rule{index: -1, pattern: "GET " + p.verifyPathOrDefault(), policy: policyPublic,
 		desc: "forward-auth verdicts (forward_auth)", label: "(verify)"}
 	if p.metrics == nil {
@@ -314,6 +324,8 @@ func (p *Proxy) logAccess(r *http.Request, sw *statuswriter.Writer, rid string, 
 	var clause slog.Attr // empty: left out by the handlers
 	if v.idp.Clause != "" {
 		clause = slog.String("clause", v.idp.Clause) // the rule's wording, never token content
+	} else if c := idp.PossessionCheck(v.idp.Err); c != "" {
+		clause = slog.String("dpop_check", c) // the check's name, never the proof or the token
 	}
 	p.access.LogAttrs(r.Context(), slog.LevelInfo, "request",
 		slog.String("request_id", rid),
@@ -339,6 +351,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	// spelling.
 	r.Host = canonicalHost(r.Host)
 	closeAfterChunked(w, r)
+	if p.certs != nil {
+		var bad *verdict
+		if r, bad = p.takeClientCert(r, p.fa.isVerify(r.URL.Path)); bad != nil {
+			p.refuse(w, r, *bad)
+			return *bad
+		}
+	}
 	if p.fa.isVerify(r.URL.Path) {
 		v := p.serveVerify(w, r)
 		p.answerVerify(w, v)
@@ -350,11 +369,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	auth := p.servesAuthPath(r.URL.Path)
 	rp, rpCORS, grpc, grpcCORS := p.rp, p.rpCORS, p.grpc, p.grpcCORS
+	cred := p.headers.cred
 	if p.ups != nil {
 		up := p.ups.pick(r)
 		switch {
 		case up != nil:
 			rp, rpCORS, grpc, grpcCORS = up.rp, up.rpCORS, up.grpc, up.grpcCORS
+			cred = up.headers.cred
 		case !auth:
 			// Never forwarded, and not judged either: no rule of another
 			// host may decide about it. The /auth routes answer on every
@@ -399,6 +420,12 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) verdict {
 	}
 	if v.id != nil {
 		ctx = idp.NewContext(ctx, v.id) // read by rewrite
+	}
+	if cred != nil && cred.tokens != nil && rp != nil {
+		var ok bool
+		if ctx, v.status, ok = p.withUpstreamToken(ctx, w, r, cred, v.id); !ok {
+			return v
+		}
 	}
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)

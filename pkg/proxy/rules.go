@@ -33,6 +33,8 @@ type rule struct {
 	label   string // metrics label: the pattern, or a name in parentheses
 	metrics *ruleMetrics
 	cors    *corsPolicy // routes[].cors; nil: none
+	cert    *certRule   // routes[].client_cert; nil: none
+	dpop    ruleDPoP    // routes[].dpop (dpop.go)
 }
 
 func (*rule) ServeHTTP(http.ResponseWriter, *http.Request) {
@@ -89,6 +91,20 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 		if r.cors != nil {
 			rs.cors = true
 			r.desc += " + " + r.cors.desc
+		}
+		var certDesc string
+		if r.cert, certDesc, err = compileCertRule(i, rc); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.cert != nil {
+			r.desc = certDesc + " + " + r.desc
+			if r.cert.tokenOptional {
+				r.desc = certDesc
+			}
+		}
+		if r.dpop.set {
+			r.desc += " + dpop " + r.dpop.mode.String()
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.
@@ -194,6 +210,9 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 		return nil, bad(".Match", "%w", err)
 	}
 	r := &rule{index: i, pattern: match, label: match}
+	if r.dpop, err = compileRuleDPoP(rc.DPoP); err != nil {
+		return nil, bad(".DPoP", "%s %q: want off, allowed or required", its(".DPoP"), rc.DPoP)
+	}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0
 	if rc.Public {

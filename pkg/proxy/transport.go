@@ -143,9 +143,13 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest, target *url.URL, h *headerRul
 	}
 	if id, ok := idp.IdentityFrom(pr.In.Context()); ok {
 		h.setIdentity(out, id, bearerValue(in, id.Raw))
+		h.forwardProof(out, in, id)
 		if h.cred != nil {
 			h.cred.apply(p, out, id)
 		}
+	}
+	if h.cred != nil && h.cred.tokens != nil {
+		setUpstreamToken(out, pr.In.Context()) // exchange, client_credentials
 	}
 	if p.tracer != nil {
 		p.startUpstreamSpan(pr)

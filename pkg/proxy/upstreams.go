@@ -182,8 +182,8 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if uc.Audience != "" && uc.Credential != CredentialAssertion {
-			bad(i, "%s is the aud of assertions: set %s: assertion, or remove it", leaf("Upstreams[%d].Audience", i), leaf("Upstreams[%d].Credential", i))
+		if terrs := checkTarget(prefix, uc); len(terrs) > 0 {
+			errs = append(errs, terrs...)
 			continue
 		}
 		hc := rc.Headers.apply(cfg.Headers)
@@ -193,7 +193,7 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 		}
 		u, _ := url.Parse(uc.URL) // validated
 		up := &upstream{index: i, match: host + path, cfg: uc, url: u, headers: newHeaderRules(hc), audience: uc.Audience}
-		if up.audience == "" {
+		if up.audience == "" && uc.Credential != CredentialExchange {
 			up.audience = defaultAudience(host, path)
 		}
 		identity = append(identity, hc.User, hc.PreferredUsername, hc.Email, hc.Roles)

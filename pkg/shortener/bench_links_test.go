@@ -80,6 +80,21 @@ func BenchmarkRedirectHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+		// Without the redirect cache (cmd/shortener's --cache-size 0): a
+		// store read per redirect.
+		b.Run(bs.name+"-nocache", func(b *testing.B) {
+			s, load := bs.open(b)
+			defer s.Close()
+			load(links)
+			svc, err := shortener.New(s, shortener.Options{BaseURL: "https://sho.rt", VisitFlushInterval: time.Hour})
+			if err != nil {
+				b.Fatal(err)
+			}
+			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
+			if err := svc.Close(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -329,5 +344,21 @@ func BenchmarkRedirectCost(b *testing.B) {
 				}
 			})
 		}
+		// Without the redirect cache (--cache-size 0), statistics on: a
+		// store read per redirect.
+		b.Run(bs.name+"-nocache-stats", func(b *testing.B) {
+			s, load := bs.open(b)
+			defer s.Close()
+			load(links)
+			svc, err := shortener.New(s, shortener.Options{BaseURL: "https://sho.rt",
+				VisitFlushInterval: time.Hour, VisitStats: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			serve(b, newHandler(b, svc, shortener.HandlerOptions{}))
+			if err := svc.Close(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

@@ -32,12 +32,15 @@ type linkCache struct {
 	half     int
 	ttl      time.Duration
 	staleFor time.Duration // 0: no stale entry is served
-	now      func() time.Time
 }
 
 type cacheEntry struct {
-	link    Link
-	expires time.Time // end of freshness; served on error until expires + staleFor
+	link Link
+	// location is the Location header of the link's redirect, built once:
+	// a redirect served from the cache sets it without allocating. It is
+	// shared by every such redirect, so nothing may change its element.
+	location []string
+	expires  time.Time // end of freshness; served on error until expires + staleFor
 }
 
 // cacheState says what a lookup found.
@@ -49,14 +52,18 @@ const (
 	cacheStale                   // ask the store; serve it if the store fails
 )
 
-func newLinkCache(size int, ttl, staleFor time.Duration, now func() time.Time) *linkCache {
+func newLinkCache(size int, ttl, staleFor time.Duration) *linkCache {
 	half := max(1, size/2)
-	return &linkCache{cur: make(map[string]cacheEntry, half), half: half, ttl: ttl, staleFor: staleFor, now: now}
+	// The first generation grows with use: sized for half up front (the
+	// default: 50,000 entries, 1.7 MiB of slots) it was memory the garbage
+	// collector scanned at every cycle, however few links were cached.
+	return &linkCache{cur: make(map[string]cacheEntry), half: half, ttl: ttl, staleFor: staleFor}
 }
 
-// get returns the cached link of code and whether it is fresh, stale
-// (past ttl, within staleFor more) or missing.
-func (c *linkCache) get(code string) (Link, cacheState) {
+// get returns the cached link of code, its Location header value, and
+// whether it is fresh, stale (past ttl, within staleFor more) or missing
+// at now.
+func (c *linkCache) get(code string, now time.Time) (Link, []string, cacheState) {
 	c.mu.RLock()
 	e, ok := c.cur[code]
 	if !ok {
@@ -64,23 +71,22 @@ func (c *linkCache) get(code string) (Link, cacheState) {
 	}
 	c.mu.RUnlock()
 	if !ok {
-		return Link{}, cacheMiss
+		return Link{}, nil, cacheMiss
 	}
-	now := c.now()
 	if now.Before(e.expires) {
-		return e.link, cacheFresh
+		return e.link, e.location, cacheFresh
 	}
 	if c.staleFor > 0 && now.Before(e.expires.Add(c.staleFor)) {
-		return e.link, cacheStale
+		return e.link, e.location, cacheStale
 	}
-	return Link{}, cacheMiss
+	return Link{}, nil, cacheMiss
 }
 
 // put caches l under its code, as read from the store by a read that
 // began at readAt: the entry expires ttl after readAt, so that it never
 // outlives an edit committed after the read by more than ttl.
 func (c *linkCache) put(l Link, readAt time.Time) {
-	e := cacheEntry{link: l, expires: readAt.Add(c.ttl)}
+	e := cacheEntry{link: l, location: []string{l.URL}, expires: readAt.Add(c.ttl)}
 	c.mu.Lock()
 	if len(c.cur) >= c.half {
 		c.prev, c.cur = c.cur, make(map[string]cacheEntry, c.half)

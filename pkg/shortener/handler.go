@@ -101,6 +101,10 @@ type Handler struct {
 	clientIP      func(*http.Request) netip.Addr
 	pageOnce      pageCache
 	ts            *tracing.Server // nil: no tracing
+	// redirectCacheControl is the Cache-Control header value of every
+	// redirect, shared by them: nothing may change its element (net/http
+	// copies a header's values when it writes them).
+	redirectCacheControl []string
 }
 
 // NewHandler returns the HTTP API of svc. It returns an error when the
@@ -123,6 +127,8 @@ func NewHandler(svc *Service, o HandlerOptions) (*Handler, error) {
 		healthTimeout: o.HealthTimeout,
 		country:       o.Country,
 		clientIP:      o.ClientIP,
+
+		redirectCacheControl: []string{redirectCacheControl},
 	}
 	if h.clientIP == nil {
 		h.clientIP = RemoteIP

@@ -58,6 +58,8 @@ func CursorOf(l Link) Cursor { return Cursor{CreatedAt: l.CreatedAt, Code: l.Cod
 // Store persists links. Implementations must be safe for concurrent use.
 //
 // The conformance suite in package storetest states the contract in code.
+// A store may also implement RedirectGetter, a cheaper read for redirects
+// served without the redirect cache.
 type Store interface {
 	// Create stores l. When l.Code is already taken it returns an error
 	// matching ErrDuplicate and leaves the stored link untouched. A nil

@@ -32,7 +32,7 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 			h.visitor(v, r)
 		}
 	}
-	l, err := h.svc.visit(r.Context(), code, v)
+	l, location, err := h.svc.visit(r.Context(), code, v)
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -45,13 +45,15 @@ func (h *Handler) serveRedirect(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	// One allocation for both header values; the values are set directly
-	// (not with Header.Set and not with http.Redirect) so that Location is
-	// the stored URL byte for byte.
-	vals := &[2]string{l.URL, redirectCacheControl}
+	// The values are set directly (not with Header.Set and not with
+	// http.Redirect) so that Location is the stored URL byte for byte;
+	// from the cache, the values are built once (no allocation).
+	if location == nil {
+		location = []string{l.URL}
+	}
 	hdr := w.Header()
-	hdr["Location"] = vals[0:1:1]
-	hdr["Cache-Control"] = vals[1:2:2]
+	hdr["Location"] = location
+	hdr["Cache-Control"] = h.redirectCacheControl
 	w.WriteHeader(http.StatusFound)
 }
 

@@ -130,8 +130,9 @@ type Service struct {
 	reserved    []string
 	rand        io.Reader
 	now         func() time.Time
-	cache       *linkCache // nil: no cache
-	gate        *storeGate // nil: no store timeout
+	cache       *linkCache                                  // nil: no cache
+	getRedirect func(context.Context, string) (Link, error) // Get, or the store's GetRedirect
+	gate        *storeGate                                  // nil: no store timeout
 	staleServed atomic.Int64
 	visits      *visitBatcher
 	retention   time.Duration
@@ -174,6 +175,10 @@ func New(store Store, o Options) (*Service, error) {
 	if o.TracerProvider != nil {
 		s.store = newTracedStore(s.store, o.TracerProvider)
 	}
+	s.getRedirect = s.store.Get
+	if _, ok := store.(RedirectGetter); ok {
+		s.getRedirect = s.store.(RedirectGetter).GetRedirect // through the wrappers
+	}
 	if s.codeLen == 0 {
 		s.codeLen = DefaultCodeLength
 	}
@@ -206,7 +211,7 @@ func New(store Store, o Options) (*Service, error) {
 		case stale < 0:
 			stale = 0
 		}
-		s.cache = newLinkCache(size, ttl, stale, s.now)
+		s.cache = newLinkCache(size, ttl, stale)
 	}
 	if o.VisitFlushInterval < 0 {
 		return nil, fmt.Errorf("shortener: negative visit flush interval %v", o.VisitFlushInterval)
@@ -335,40 +340,49 @@ func (s *Service) Resolve(ctx context.Context, code string) (Link, error) {
 	if !s.ValidCode(code) {
 		return Link{}, ErrNotFound
 	}
-	return s.lookup(ctx, code)
+	l, _, err := s.lookup(ctx, code, s.now(), false)
+	return l, err
 }
 
 // lookup reads the link of a valid code from the cache, or from the store
 // (caching what it finds). A stale cache entry (Options.CacheStaleIfError)
 // is served when the store fails, and without asking it while it is known
-// not to answer.
-func (s *Service) lookup(ctx context.Context, code string) (Link, error) {
+// not to answer. now is the time of the lookup, read before it. For a
+// redirect (redirect true), without the cache, the store may leave the
+// Visits of a link without MaxVisits at 0 (see RedirectGetter). location
+// is the cache's Location header value for the link (nil when the link
+// does not come from the cache): shared, never to be changed.
+func (s *Service) lookup(ctx context.Context, code string, now time.Time, redirect bool) (l Link, location []string, err error) {
 	if s.cache == nil {
-		return s.store.Get(ctx, code)
+		if redirect {
+			l, err = s.getRedirect(ctx, code)
+		} else {
+			l, err = s.store.Get(ctx, code)
+		}
+		return l, nil, err
 	}
-	cached, state := s.cache.get(code)
+	cached, location, state := s.cache.get(code, now)
 	if state == cacheFresh {
-		return cached, nil
+		return cached, location, nil
 	}
 	if state == cacheStale && s.gate != nil && s.gate.down() {
 		s.gate.probeInBackground()
 		s.staleServed.Add(1)
-		return cached, nil
+		return cached, location, nil
 	}
-	readAt := s.now()
-	l, err := s.store.Get(ctx, code)
+	l, err = s.store.Get(ctx, code)
 	if err != nil {
 		// Not found is an answer: the link was deleted.
 		if state == cacheStale && !errors.Is(err, ErrNotFound) {
 			s.staleServed.Add(1)
-			return cached, nil
+			return cached, location, nil
 		}
-		return Link{}, err
+		return Link{}, nil, err
 	}
 	if !l.Limited() { // a limited link changes with every visit
-		s.cache.put(l, readAt)
+		s.cache.put(l, now) // now is before the read began
 	}
-	return l, nil
+	return l, nil, nil
 }
 
 // StaleServed returns how many lookups were answered with a cached link

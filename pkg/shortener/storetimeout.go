@@ -40,10 +40,14 @@ func (s timeoutStore) run(ctx context.Context, bulk bool, f func(context.Context
 	if err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.d)
+	// The deadline costs a timer only if the store waits on it (see
+	// lazyDeadline): context.WithTimeout's timer, its registration with
+	// the request's context and their allocations were a third of a
+	// bbolt redirect without the cache.
+	cctx := withLazyDeadline(ctx, time.Now(), s.d)
 	err = f(cctx)
 	s.gate.leave(probe, bulk, ctx, cctx, err)
-	cancel()
+	cctx.stop()
 	return err
 }
 

@@ -71,6 +71,7 @@ func startForwardAuth(t *testing.T, p *provider, ports ingressPorts) *proc {
 	cfg = strings.NewReplacer(
 		"server_url: http://keycloak:8080", "server_url: "+p.ServerURL(),
 		"metrics_listen: 127.0.0.1:9180", "metrics_listen: 127.0.0.1:"+strconv.Itoa(freePort(t)),
+		"key_file: assertion-keys.pem", "key_file: "+filepath.Join(t.TempDir(), "assertion-keys.pem"),
 		// A public route on which the shortener itself reads the identity
 		// headers: a spoofed one that got through would be believed.
 		"routes:\n", "routes:\n  - match: GET /links/{code}\n    public: true\n",

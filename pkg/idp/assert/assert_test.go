@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -241,6 +243,11 @@ func TestKeyFile(t *testing.T) {
 	keys, err = assert.LoadKeys(path)
 	if err != nil || len(keys) != 2 || !keys[1].NotBefore.Equal(nb) {
 		t.Fatalf("rotated file: %v %+v", err, keys)
+	}
+	// SEC 1 "EC PRIVATE KEY" (Helm's genPrivateKey "ecdsa") loads too.
+	der, _ := x509.MarshalECPrivateKey(mustKey(t))
+	if ks, err := assert.ParseKeys(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})); err != nil || len(ks) != 1 {
+		t.Errorf("SEC 1 key: %v", err)
 	}
 	for name, data := range map[string]string{
 		"empty":       "",

@@ -47,10 +47,18 @@ func ParseKeys(data []byte) ([]Key, error) {
 		if b == nil {
 			break
 		}
-		if b.Type != "PRIVATE KEY" {
-			return nil, fmt.Errorf("%w: block %d is %q: want PKCS #8 \"PRIVATE KEY\" blocks", ErrKeys, n, b.Type)
+		var k any
+		var err error
+		switch b.Type {
+		case "PRIVATE KEY":
+			k, err = x509.ParsePKCS8PrivateKey(b.Bytes)
+		case "EC PRIVATE KEY":
+			// SEC 1, as Helm's genPrivateKey "ecdsa" and `openssl
+			// ecparam -genkey` write it.
+			k, err = x509.ParseECPrivateKey(b.Bytes)
+		default:
+			return nil, fmt.Errorf("%w: block %d is %q: want PKCS #8 \"PRIVATE KEY\" (or SEC 1 \"EC PRIVATE KEY\") blocks", ErrKeys, n, b.Type)
 		}
-		k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("%w: block %d: %w", ErrKeys, n, err)
 		}

@@ -9,8 +9,10 @@
 //
 // Beyond discovery, JWKS and client_credentials it serves the
 // authorization-code flow with PKCE (S256 required), refresh tokens with
-// rotation, RFC 7009 revocation and Keycloak's end-session endpoint; see
-// authcode.go and logout.go. Start runs it outside tests, for demos.
+// rotation, RFC 7009 revocation, Keycloak's end-session endpoint and
+// Keycloak's standard token exchange (RFC 8693; Client.StandardTokenExchange,
+// SetExchangeRefusal, SetTokenOutage); see authcode.go, logout.go and
+// exchange.go. Start runs it outside tests, for demos.
 //
 //	idpSrv := idptest.NewServer(t)
 //	p, _ := idp.New(ctx, idp.Config{ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "shortener"})
@@ -42,6 +44,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/jsondoc"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // Client is an OAuth client known to the server's token endpoint.
@@ -56,6 +59,11 @@ type Client struct {
 	// tokens; others are refused with unauthorized_client, as Keycloak
 	// refuses them. [false, as in Keycloak]
 	ServiceAccount bool
+	// StandardTokenExchange enables Keycloak's standard token exchange
+	// (RFC 8693) for the client: it may exchange tokens whose aud names
+	// it (see Server.SetExchangeRefusal and exchange.go). [false, as in
+	// Keycloak]
+	StandardTokenExchange bool
 	// RedirectURIs are the redirect and post-logout redirect URIs the
 	// authorization and end-session endpoints accept for this client,
 	// compared exactly. [any http or https URI]
@@ -136,7 +144,8 @@ type Server struct {
 	opts      Options
 	hmacKey   []byte // signs JWT refresh tokens, as Keycloak's realm HMAC key
 
-	flow flowState // authorization codes, sessions, refresh tokens
+	flow flowState      // authorization codes, sessions, refresh tokens
+	dpop *dpop.Verifier // the token endpoint's DPoP proofs (bound.go)
 
 	mu      sync.Mutex
 	rsaKey  *rsa.PrivateKey
@@ -152,6 +161,8 @@ type Server struct {
 	jwksFetches   atomic.Int64
 	discoFetches  atomic.Int64
 	tokenRequests atomic.Int64
+
+	x exchangeState // the token-exchange grant's test controls
 }
 
 // NewServer starts a provider on 127.0.0.1 (or Options.Addr) and stops it
@@ -201,6 +212,11 @@ func start(o Options, t testing.TB) (*Server, error) {
 		s.clients[c.ID] = c
 	}
 	s.flow.init(o)
+	dv, err := dpop.NewVerifier(dpop.Options{Now: o.Now})
+	if err != nil {
+		return nil, fmt.Errorf("idptest: %w", err)
+	}
+	s.dpop = dv
 	s.hmacKey = make([]byte, 32)
 	_, _ = rand.Read(s.hmacKey)
 	if err := s.rotateLocked(); err != nil {
@@ -324,7 +340,7 @@ func (s *Server) discovery(w http.ResponseWriter, r *http.Request) {
 		"end_session_endpoint":                       p + "/logout",
 		"revocation_endpoint":                        p + "/revoke",
 		"introspection_endpoint":                     p + "/token/introspect",
-		"grant_types_supported":                      []string{"authorization_code", "refresh_token", "client_credentials"},
+		"grant_types_supported":                      []string{"authorization_code", "refresh_token", "client_credentials", tokenExchangeGrant},
 		"scopes_supported":                           []string{"openid", "profile", "email", "offline_access"},
 		"subject_types_supported":                    []string{"public"},
 		"token_endpoint_auth_methods_supported":      []string{"client_secret_basic", "client_secret_post"},

@@ -8,10 +8,13 @@ import (
 )
 
 // token serves grant_type client_credentials, authorization_code (PKCE
-// S256 required) and refresh_token, with client_secret_basic or
+// S256 required), refresh_token and token exchange (exchange.go), with client_secret_basic or
 // client_secret_post, as Keycloak does.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.tokenRequests.Add(1)
+	if s.tokenOutage(w) {
+		return
+	}
 	c, ok := s.clientAuth(w, r)
 	if !ok {
 		return
@@ -24,6 +27,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 		claims := s.ServiceClaims(c)
 		claims["exp"] = s.now().Add(s.ttl).Unix()
+		tokenType, ok := s.bindToProof(w, r, claims)
+		if !ok {
+			return
+		}
 		s.applyHook("Bearer", claims)
 		tok, err := s.sign(MintOptions{}, claims)
 		if err != nil {
@@ -34,7 +41,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			"access_token":       tok,
 			"expires_in":         int(s.ttl.Seconds()),
 			"refresh_expires_in": 0,
-			"token_type":         "Bearer",
+			"token_type":         tokenType,
 			"not-before-policy":  0,
 			"scope":              claims["scope"],
 		}, jsondoc.Options{})
@@ -42,6 +49,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.codeGrant(w, r, c)
 	case "refresh_token":
 		s.refreshGrant(w, r, c)
+	case tokenExchangeGrant:
+		s.exchangeGrant(w, r, c)
 	default:
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", fmt.Sprintf("grant type %q is not supported", gt))
 	}

@@ -69,7 +69,10 @@ type Store struct {
 	closeErr  error
 }
 
-var _ shortener.Store = (*Store)(nil)
+var (
+	_ shortener.Store          = (*Store)(nil)
+	_ shortener.RedirectGetter = (*Store)(nil)
+)
 
 // Open opens (creating if needed, with its parent directories) the database
 // file at path ("" means DefaultPath) and checks its schema version.
@@ -229,6 +232,19 @@ func (s *Store) Import(ctx context.Context, links []shortener.Link) error {
 
 // Get returns the link with the given code, or shortener.ErrNotFound.
 func (s *Store) Get(_ context.Context, code string) (shortener.Link, error) {
+	return s.get(code, true)
+}
+
+// GetRedirect is Get without the visit count of a link without
+// MaxVisits (shortener.RedirectGetter): it is kept in another bucket, a
+// second look-up that a redirect does not need.
+func (s *Store) GetRedirect(_ context.Context, code string) (shortener.Link, error) {
+	return s.get(code, false)
+}
+
+// get reads the link of code, with its visit count when visits or when
+// the link has MaxVisits.
+func (s *Store) get(code string, visits bool) (shortener.Link, error) {
 	var (
 		l     shortener.Link
 		found bool
@@ -241,7 +257,9 @@ func (s *Store) Get(_ context.Context, code string) (shortener.Link, error) {
 		}
 		found = true
 		l, derr = decode(code, v)
-		l.Visits = visitsOf(tx, code)
+		if visits || l.Limited() {
+			l.Visits = visitsOf(tx, code)
+		}
 		return nil
 	})
 	if err != nil {

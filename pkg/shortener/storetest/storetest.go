@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) shortener.Store) {
 		{"VisitStatsBusyBatch", testVisitStatsBusyBatch},
 		{"VisitStatsCounted", testVisitStatsCounted},
 		{"WriteVisitsCountsAndEvents", testWriteVisitsCountsAndEvents},
+		{"GetRedirect", testGetRedirect},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

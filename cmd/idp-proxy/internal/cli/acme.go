@@ -72,9 +72,18 @@ func tlsSummary(t config.TLS) string {
 		if t.ACME.Cache == config.ACMECacheRedis {
 			where = "redis"
 		}
-		return fmt.Sprintf(" (https, certificates by ACME for %s from %s, cache %s)", strings.Join(t.ACME.Domains, ", "), t.ACME.DirectoryURL, where)
+		return fmt.Sprintf(" (https, certificates by ACME for %s from %s, cache %s%s)", strings.Join(t.ACME.Domains, ", "), t.ACME.DirectoryURL, where, clientAuthSummary(t))
 	case t.CertFile != "":
-		return " (https, " + t.CertFile + ")"
+		return " (https, " + t.CertFile + clientAuthSummary(t) + ")"
+	}
+	return ""
+}
+
+// clientAuthSummary describes tls.client_auth for tlsSummary.
+func clientAuthSummary(t config.TLS) string {
+	switch strings.ToLower(t.ClientAuth) {
+	case config.ClientAuthRequest, config.ClientAuthRequire:
+		return ", client certificates: " + strings.ToLower(t.ClientAuth) + " (CAs " + t.ClientCAFile + ")"
 	}
 	return ""
 }

@@ -103,6 +103,7 @@ and the flags below, which win over both.`,
 		newServeCmd(d, &g, load),
 		newCheckConfigCmd(&g, load),
 		newTokenCmd(&g, load),
+		newDPoPProofCmd(),
 		newVerifyCmd(d, &g, load),
 		newVersionCmd(),
 	)

@@ -108,11 +108,15 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 	ic := c.IDP
 	ic.Logger = rn.log
 	ic.TracerProvider = rn.tp
+	ic.SessionEnded = rn.sessionEnded
 	if ic.Session != nil && f.Session.Store == config.StoreRedis {
 		if rn.sessions == nil || f.Session.RedisURL != rn.sessionsURL {
 			return nil, active{}, errors.New("idp-proxy: session.store redis and session.redis_url apply at start: restart to change them")
 		}
 		ic.Session.Backend = rn.sessions
+		// DPoP proofs are remembered where sessions are: a proof replayed
+		// to another replica is refused there too.
+		ic.DPoP.Replay = rn.sessions.DPoPReplay()
 	}
 	var prev *idp.Plugin
 	if rn.rl != nil {
@@ -145,6 +149,14 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 	return px, active{file: f, ic: ic}, nil
 }
 
+// sessionEnded tells the proxy in service of a logout the plugin carried
+// out (idp.Config.SessionEnded): its exchanged tokens go.
+func (rn *running) sessionEnded(sid, sub string) {
+	if rn.rl != nil {
+		rn.rl.Current().SessionEnded(sid, sub)
+	}
+}
+
 // sameIDP reports whether two plugin configurations are the same but for
 // the Go-only fields a reload does not change.
 func sameIDP(a, b idp.Config) bool {
@@ -152,6 +164,7 @@ func sameIDP(a, b idp.Config) bool {
 		return false
 	}
 	a.Logger, b.Logger, a.HTTPClient, b.HTTPClient, a.Now, b.Now = nil, nil, nil, nil, nil, nil
+	a.SessionEnded, b.SessionEnded = nil, nil
 	a.Pages, b.Pages = nil, nil // compared by what they were made of, above
 	return reflect.DeepEqual(a, b)
 }
@@ -216,6 +229,10 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 	minTLS, err := cfg.TLS.MinTLSVersion()
 	if err != nil {
 		return err
+	}
+	clientAuth, clientCAs, err := cfg.TLS.ClientTLS()
+	if err != nil {
+		return fmt.Errorf("idp-proxy: %w", err)
 	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -346,7 +363,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		TLSCertFile:       cfg.TLS.CertFile,
 		TLSKeyFile:        cfg.TLS.KeyFile,
 		TLSMinVersion:     minTLS,
-		TLSConfig:         acme.tlsConfig(),
+		TLSConfig:         withClientAuth(acme.tlsConfig(), clientAuth, clientCAs),
 		Logger:            log,
 	}, listeners...)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +54,7 @@ func idpConfig(cfg config.File, compiled *config.Compiled, clientSecret bool) (i
 
 func newTokenCmd(g *globalFlags, load loadFunc) *cobra.Command {
 	var scopes []string
+	var dpopKey string
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Print a client_credentials access token from the configured provider",
@@ -77,6 +79,13 @@ when discovery fails) and prints it alone on stdout, for scripts:
 				return errors.New("idp-proxy: token needs idp.client_secret, idp.client_secret_file or IDP_PROXY_IDP_CLIENT_SECRET")
 			}
 			ic.Logger = slog.New(slog.DiscardHandler)
+			if dpopKey != "" {
+				key, err := readDPoPKey(dpopKey)
+				if err != nil {
+					return err
+				}
+				ic.HTTPClient = &http.Client{Timeout: ic.HTTPTimeout, Transport: dpopTransport{key: key, next: http.DefaultTransport}}
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), ic.HTTPTimeout)
 			defer cancel()
 			p, err := idp.New(ctx, ic)
@@ -99,5 +108,6 @@ when discovery fails) and prints it alone on stdout, for scripts:
 		},
 	}
 	cmd.Flags().StringSliceVar(&scopes, "scope", nil, "scopes to request (repeat or comma-separate)")
+	cmd.Flags().StringVar(&dpopKey, "dpop-key", "", "ask for a DPoP-bound token (RFC 9449 §5): the token request carries a proof by this PEM key (see dpop-proof --new-key)")
 	return cmd
 }

@@ -55,6 +55,11 @@ func Compile(f File, o CompileOptions) (*Compiled, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if !o.NoSecrets {
+		if err := checked.TLS.clientCAProblem(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if !checked.IDP.Claims.valid() {
 		ic.Claims = idp.ClaimMapping{} // reported under its keys above, not again by pkg/idp
 	}
@@ -132,6 +137,7 @@ func (f File) Proxy() proxy.Config {
 		SkipAuthPreflight: f.SkipAuthPreflight,
 		Assertion:         f.Assertion,
 		ForwardAuth:       proxy.ForwardAuthConfig{Enabled: f.ForwardAuth.Enabled, TrustedCIDRs: f.ForwardAuth.TrustedCIDRs},
+		ClientCert:        f.ClientCert,
 	}
 }
 
@@ -227,6 +233,7 @@ func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 		Issuers:              c.trustedIssuers(),
 	}
 	ic.AllowedRedirectHosts = c.AllowedRedirectHosts
+	ic.DPoP = c.DPoP.config(f.Headers.TrustForwarded)
 	if session != "" {
 		ic.SessionSecret = []byte(session)
 	}

@@ -25,7 +25,7 @@ func TestDefaultIsThePackagesDefaults(t *testing.T) {
 		t.Errorf("session section %+v", d.Session)
 	}
 	pd := proxy.DefaultConfig()
-	if d.Upstream != pd.Upstream || !reflect.DeepEqual(d.Headers, pd.Headers) || d.DefaultPolicy != pd.DefaultPolicy || d.Server.MaxBodyBytes != pd.MaxBodyBytes {
+	if !reflect.DeepEqual(d.Upstream, pd.Upstream) || !reflect.DeepEqual(d.Headers, pd.Headers) || d.DefaultPolicy != pd.DefaultPolicy || d.Server.MaxBodyBytes != pd.MaxBodyBytes {
 		t.Errorf("proxy sections differ from proxy.DefaultConfig: %+v", d)
 	}
 }

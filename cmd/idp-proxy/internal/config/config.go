@@ -59,6 +59,9 @@ type File struct {
 	// Assertion configures the assertions of the upstreams whose
 	// credential is assertion (see proxy.AssertionConfig).
 	Assertion proxy.AssertionConfig `mapstructure:"assertion"`
+	// ClientCert reads the client certificate an ingress that terminated
+	// TLS passes in a header (see proxy.ClientCertConfig). [none]
+	ClientCert proxy.ClientCertConfig `mapstructure:"client_cert"`
 
 	// fromEnv maps the keys Load took from the environment to their
 	// variables, so that Check's errors can name the variable.
@@ -125,6 +128,8 @@ type IDP struct {
 	// AllowedRedirectHosts are the other hosts return_to and rd may name
 	// (idp.Config.AllowedRedirectHosts). [none]
 	AllowedRedirectHosts []string `mapstructure:"allowed_redirect_hosts"`
+	// DPoP is proof of possession for DPoP-bound tokens (see DPoP).
+	DPoP DPoP `mapstructure:"dpop"`
 }
 
 // Server bounds the proxy's listeners.
@@ -157,6 +162,13 @@ type TLS struct {
 	MinVersion string `mapstructure:"min_version"`
 	// ACME obtains and renews the certificates automatically. [off]
 	ACME ACME `mapstructure:"acme"`
+	// ClientAuth asks TLS clients for certificates (mutual TLS): "none",
+	// "request" (verified when sent) or "require" (no handshake without
+	// one); see ClientAuthNone. ["none"]
+	ClientAuth string `mapstructure:"client_auth"`
+	// ClientCAFile is a PEM bundle of the CAs client certificates must
+	// chain to; required with client_auth request or require. [none]
+	ClientCAFile string `mapstructure:"client_ca_file"`
 }
 
 // Enabled reports whether the proxy listener serves HTTPS.
@@ -213,6 +225,7 @@ func Default() File {
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
 			IssuerName:        id.IssuerName,
+			DPoP:              defaultDPoP(),
 		},
 		DefaultPolicy:    pd.DefaultPolicy,
 		ExtensionMethods: []string{},
@@ -229,11 +242,12 @@ func Default() File {
 			DrainDelay:        5 * time.Second,
 			ShutdownTimeout:   25 * time.Second,
 		},
-		TLS:         TLS{MinVersion: "1.2", ACME: ACME{Domains: []string{}, DirectoryURL: DefaultACMEDirectory, Cache: ACMECacheDir}},
+		TLS:         TLS{MinVersion: "1.2", ClientAuth: ClientAuthNone, ACME: ACME{Domains: []string{}, DirectoryURL: DefaultACMEDirectory, Cache: ACMECacheDir}},
 		Log:         Log{Format: "json", Level: "info"},
 		ForwardAuth: ForwardAuth{TrustedCIDRs: []string{}},
 		Tracing:     Tracing{TrustedCIDRs: []string{}},
 		Assertion:   pd.Assertion,
+		ClientCert:  proxy.ClientCertConfig{TrustedCIDRs: []string{}},
 		Session: Session{
 			Store:         StoreCookie,
 			CookieName:    id.Session.CookieName,

@@ -38,6 +38,7 @@ func TestExampleConfigIsValidAndComplete(t *testing.T) {
 	want.IDP.AllowedRedirectHosts = []string{}
 	want.Headers.Claims = map[string]string{"X-Auth-Request-Groups": "groups", "X-Auth-Request-Acr": "acr"}
 	want.Upstreams = []proxy.UpstreamRoute{}
+	want.Upstream.Scopes = []string{}
 	want.IDP.Issuers = []Issuer{}
 	got := c
 	got.Routes = nil

@@ -56,7 +56,9 @@ func (f File) validate() error {
 		bad(keys("tls.cert_file", "tls.key_file"), "tls.cert_file and tls.key_file go together: set both or neither")
 	}
 	f.validateACME(bad, missing)
+	f.TLS.validateClientAuth(bad, missing)
 	f.IDP.Claims.validate(bad)
+	f.IDP.DPoP.validate(bad)
 	f.Session.validate(bad, missing)
 	f.ForwardAuth.validate(bad)
 	f.Tracing.validate(bad)

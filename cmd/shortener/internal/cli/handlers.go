@@ -72,6 +72,7 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinf
 	if cfg.MetricsListen != "off" {
 		m = newMetrics()
 		m.watchStore(svc)
+		m.bindRoutes(routeNames(sh)...)
 		metricsHandler = m.handler()
 	}
 	var accessLog *slog.Logger

@@ -39,6 +39,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- else if .Values.secrets.clientSecret }}true{{ end }}
 {{- end }}
 
+{{/* Whether the proxy signs assertions (config.assertion.issuer_url): the
+signing key then comes from the Secret (assertion-keys), one for every
+replica. */}}
+{{- define "idp-proxy.usesAssertion" -}}
+{{- if and .Values.config.assertion .Values.config.assertion.issuer_url }}true{{ end }}
+{{- end }}
+
 {{- define "idp-proxy.secretDir" -}}/etc/idp-proxy/secrets{{- end }}
 
 {{/*
@@ -55,6 +62,11 @@ files this chart provides.
 {{- end }}
 {{- $_ = set $idp "session_secret_file" (printf "%s/session-secret" (include "idp-proxy.secretDir" .)) }}
 {{- $_ = set $cfg "idp" $idp }}
+{{- if include "idp-proxy.usesAssertion" . }}
+{{- $a := deepCopy $cfg.assertion }}
+{{- $_ = set $a "key_file" (printf "%s/assertion-keys" (include "idp-proxy.secretDir" .)) }}
+{{- $_ = set $cfg "assertion" $a }}
+{{- end }}
 {{- toYaml $cfg }}
 {{- end }}
 

@@ -102,15 +102,14 @@ func decode(in *Interner, payload []byte, m *Mapping) (*Claims, error) {
 	if m != nil {
 		vals = m.mappedValues()
 	}
-	err := EachMember(nil, payload, func(name string, v []byte) error {
+	err := eachMemberOnePass(nil, payload, func(name string, bit int, v []byte) error {
 		if m != nil {
 			if err := m.capture(vals, name, v); err != nil {
 				return err
 			}
 		}
-		bit, read := claimBits[name]
-		if !read {
-			return nil
+		if bit == 0 {
+			return nil // a claim decode does not read
 		}
 		if string(v) == "null" {
 			return nil // null is absent

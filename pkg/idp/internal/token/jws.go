@@ -1,6 +1,7 @@
 package token
 
 import (
+	"bytes"
 	"encoding/base64"
 	"strings"
 )
@@ -20,29 +21,15 @@ type JWS struct {
 // keyed on the string cannot be dodged by re-encoding).
 var b64 = base64.RawURLEncoding.Strict()
 
-// b64url marks the base64url alphabet.
-var b64url = func() (t [256]bool) {
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-'a'+'A'] = true, true
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	t['-'], t['_'] = true, true
-	return t
-}()
-
 // decodeSegment decodes the canonical base64url segment src into dst
 // (DecodedLen(len(src)) bytes): only the alphabet (no padding, no line
-// breaks, which the decoder would skip), zero trailing bits.
+// breaks), zero trailing bits. The strict decoder refuses every byte
+// outside the alphabet but '\r' and '\n', which it skips: those two are
+// refused here, with IndexByte (a per-byte alphabet check cost a cache
+// miss about 9,000 instructions on a 1 KiB token, bench/README.md).
 func decodeSegment(dst, src []byte) ([]byte, bool) {
-	if len(src) == 0 {
+	if len(src) == 0 || bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0 {
 		return nil, false
-	}
-	for _, c := range src {
-		if !b64url[c] {
-			return nil, false
-		}
 	}
 	n, err := b64.Decode(dst, src)
 	if err != nil {
