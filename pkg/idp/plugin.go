@@ -14,9 +14,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
-	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/token"
 )
 

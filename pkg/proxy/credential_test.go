@@ -182,7 +182,7 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 					if err != nil {
 						t.Fatalf("the upstream's verifier refuses the assertion: %v", err)
 					}
-					if id.User.Sub != "user-alice" || id.User.PreferredUsername != "alice" || !id.User.HasRealmRole("creator") {
+					if id.User.Sub != "user-alice" || id.User.PreferredUsername != "alice" || !id.User.HasRole("creator") {
 						t.Errorf("assertion user %+v", id.User)
 					}
 					if _, err := v.Verify(t.Context(), alice); !errors.Is(err, idp.ErrInvalidToken) {

@@ -18,8 +18,8 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/statuswriter"
 	"github.com/idp-proxy/idp-proxy/internal/tracing"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
-	"github.com/idp-proxy/idp-proxy/pkg/idp/exchange"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
+	"github.com/idp-proxy/idp-proxy/pkg/idp/exchange"
 )
 
 // Options configure New. Zero values get the defaults in brackets.
