@@ -76,7 +76,7 @@ func compileCertRule(i int, rc RouteConfig) (*certRule, string, error) {
 		if k == "" {
 			return nil, "", fieldErrorf(fields(field), "%s %q: "+format, append([]any{named("%s", route), rc.Match}, args...)...)
 		}
-		return nil, "", fieldErrorf(fields(field), "%s %q: %s.%s: "+format, append([]any{named("%s", route), rc.Match, its(".ClientCert"), its(k)}, args...)...)
+		return nil, "", fieldErrorf(fields(field), "%s %q: %s.%s: "+format, append([]any{named("%s", route), rc.Match, its(".ClientCert"), its(".ClientCert" + k)}, args...)...)
 	}
 	cr := &certRule{}
 	switch strings.ToLower(c.Token) {
@@ -87,7 +87,7 @@ func compileCertRule(i int, rc RouteConfig) (*certRule, string, error) {
 		return bad(".Token", "%q: want required or optional", c.Token)
 	}
 	if rc.Public {
-		return bad("", "%s excludes %s (use %[2]s.%s: optional to admit by certificate alone)", its(".Public"), its(".ClientCert"), its(".ClientCert.Token"))
+		return bad("", "%s excludes %s (use %s.%s: optional to admit by certificate alone)", its(".Public"), its(".ClientCert"), its(".ClientCert"), its(".ClientCert.Token"))
 	}
 	if cr.tokenOptional && (len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0 || len(rc.Issuers) > 0) {
