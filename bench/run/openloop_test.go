@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -29,7 +28,7 @@ func TestOpenLoop(t *testing.T) {
 	}))
 	defer srv.Close()
 	toks := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	res, st, err := runOpenLoop(context.Background(), openLoad{URL: srv.URL, Rate: rate, Auth: bearerValues(toks)}, 3, d)
+	res, st, err := runOpenLoop(t.Context(), openLoad{URL: srv.URL, Rate: rate, Auth: bearerValues(toks)}, 3, d)
 	if err != nil {
 		t.Fatal(err)
 	}

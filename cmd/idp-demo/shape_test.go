@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -70,7 +69,7 @@ func TestDemoShapes(t *testing.T) {
 				AccessToken string `json:"access_token"`
 			}
 			decode(t, resp, http.StatusOK, &tok)
-			user, err := UserToken(context.Background(), ep.Provider, ep.Proxy+"/auth/callback", DemoUser)
+			user, err := UserToken(t.Context(), ep.Provider, ep.Proxy+"/auth/callback", DemoUser)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/pgtest"
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 // The durability tests run the real binary, kill it with SIGKILL while
@@ -40,95 +40,14 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// proc is a running shortener process.
-type proc struct {
-	cmd  *exec.Cmd
-	base string // http://127.0.0.1:port
-	logs *lockedBuffer
-	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (b *lockedBuffer) add(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.sb.Len() < 64<<10 {
-		b.sb.WriteString(line)
-		b.sb.WriteByte('\n')
-	}
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.String()
-}
-
 // start runs bin on a free loopback port with the given store and waits for
 // the "listening" log line of the API listener, which carries its address.
-func start(t *testing.T, bin, store string) *proc {
+func start(t *testing.T, bin, store string) *testsupport.Process {
 	t.Helper()
 	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--store", store,
 		"--log-format", "json", "--access-log=false", "--metrics-listen", "off")
 	cmd.Env = os.Environ()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logs.add(line)
-			var rec struct {
-				Msg, Server, Addr string
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" && rec.Server == "api" {
-				select {
-				case addrc <- rec.Addr:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	select {
-	case a := <-addrc:
-		p.base = "http://" + a
-	case <-p.done:
-		t.Fatalf("shortener exited before listening:\n%s", p.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("shortener did not report its address:\n%s", p.logs)
-	}
-	return p
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (p *proc) kill(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("process still running 10s after SIGKILL")
-	}
+	return testsupport.StartProcess(t, cmd, "api")
 }
 
 // acked is a link the service answered 201 for.
@@ -137,7 +56,7 @@ type acked struct{ code, url string }
 // hammer creates links from clients goroutines until the process is killed
 // after loadFor, and returns every link answered 201. Each URL is unique and
 // holds characters that must survive byte for byte.
-func hammer(t *testing.T, p *proc, clients int, loadFor time.Duration) []acked {
+func hammer(t *testing.T, p *testsupport.Process, clients int, loadFor time.Duration) []acked {
 	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: clients}
 	defer tr.CloseIdleConnections()
@@ -157,7 +76,7 @@ func hammer(t *testing.T, p *proc, clients int, loadFor time.Duration) []acked {
 				default:
 				}
 				u := fmt.Sprintf("https://example.com/d/%d/%d?q=%%C3%%A9&x=a+b#frag-%d", g, i, i)
-				resp, err := client.Post(p.base+"/shorten", "application/json",
+				resp, err := client.Post(p.Base+"/shorten", "application/json",
 					strings.NewReader(`{"url":`+jsonString(u)+`}`))
 				if err != nil {
 					return // the process was killed
@@ -186,7 +105,7 @@ func hammer(t *testing.T, p *proc, clients int, loadFor time.Duration) []acked {
 		})
 	}
 	time.Sleep(loadFor)
-	p.kill(t) // while requests are in flight
+	p.Signal(t, syscall.SIGKILL, 10*time.Second) // while requests are in flight
 	close(stop)
 	wg.Wait()
 	return acks
@@ -198,7 +117,7 @@ func jsonString(s string) string {
 }
 
 // verify checks that every acknowledged link redirects to its exact URL.
-func verify(t *testing.T, p *proc, acks []acked) {
+func verify(t *testing.T, p *testsupport.Process, acks []acked) {
 	t.Helper()
 	client := &http.Client{
 		Timeout:       10 * time.Second,
@@ -206,7 +125,7 @@ func verify(t *testing.T, p *proc, acks []acked) {
 	}
 	lost := 0
 	for _, a := range acks {
-		resp, err := client.Get(p.base + "/" + a.code)
+		resp, err := client.Get(p.Base + "/" + a.code)
 		if err != nil {
 			t.Fatal(err)
 		}

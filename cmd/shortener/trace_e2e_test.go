@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
@@ -58,7 +57,7 @@ routes:
 server: {drain_delay: 1ms}
 log: {format: json, level: info}
 tracing: {enabled: true}
-`, short.base, idpSrv.URL, idpSrv.Realm)
+`, short.Base, idpSrv.URL, idpSrv.Realm)
 	if err := os.WriteFile(cfg, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ tracing: {enabled: true}
 	tok := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
 	var resp *http.Response
 	for deadline := time.Now().Add(15 * time.Second); ; { // until the proxy has the provider's keys
-		req, _ := http.NewRequest("POST", proxy.base+"/shorten", strings.NewReader(`{"url":"https://example.com/private-target"}`))
+		req, _ := http.NewRequest("POST", proxy.Base+"/shorten", strings.NewReader(`{"url":"https://example.com/private-target"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+tok)
 		r, err := http.DefaultClient.Do(req)
@@ -83,11 +82,11 @@ tracing: {enabled: true}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("POST /shorten through the proxy: %d\nproxy:\n%s\nshortener:\n%s", resp.StatusCode, proxy.logs, short.logs)
+		t.Fatalf("POST /shorten through the proxy: %d\nproxy:\n%s\nshortener:\n%s", resp.StatusCode, proxy.Logs(), short.Logs())
 	}
 	t.Logf("answered after %v", time.Since(t0))
-	proxy.stop(t)
-	short.stop(t)
+	proxy.Signal(t, syscall.SIGTERM, 20*time.Second)
+	short.Signal(t, syscall.SIGTERM, 20*time.Second)
 	t.Logf("stopped after %v", time.Since(t0))
 
 	spans := rc.Spans()
@@ -111,69 +110,11 @@ tracing: {enabled: true}
 	}
 }
 
-// tracedProc is a running binary of TestTraceAcrossBinaries.
-type tracedProc struct {
-	cmd  *exec.Cmd
-	base string
-	logs *lockedBuffer
-	done chan struct{}
-}
-
 // startTraced runs bin with env and waits for its "listening" log line
 // for the listener named server.
-func startTraced(t *testing.T, env []string, server, bin string, args ...string) *tracedProc {
+func startTraced(t *testing.T, env []string, server, bin string, args ...string) *testsupport.Process {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &tracedProc{cmd: cmd, logs: &lockedBuffer{}, done: make(chan struct{})}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.logs.add(sc.Text())
-			var rec struct{ Msg, Server, Addr string }
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "listening" && rec.Server == server {
-				select {
-				case addrc <- rec.Addr:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-	})
-	select {
-	case a := <-addrc:
-		p.base = "http://" + a
-	case <-p.done:
-		t.Fatalf("%s exited before listening:\n%s", bin, p.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not report its address:\n%s", bin, p.logs)
-	}
-	return p
-}
-
-// stop sends SIGTERM and waits for the process to exit.
-func (p *tracedProc) stop(t *testing.T) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("still running 20s after SIGTERM:\n%s", p.logs)
-	}
+	return testsupport.StartProcess(t, cmd, server)
 }

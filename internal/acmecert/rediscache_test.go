@@ -1,7 +1,6 @@
 package acmecert_test
 
 import (
-	"context"
 	"errors"
 	"net/url"
 	"os"
@@ -46,7 +45,7 @@ func TestRedisCacheOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := c.Get(ctx, "app.example.test"); !errors.Is(err, autocert.ErrCacheMiss) {
 		t.Fatalf("absent key: %v, want autocert.ErrCacheMiss", err)
 	}
@@ -86,7 +85,7 @@ func TestRedisCacheOutageIsNotAMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := c.Put(ctx, "app.example.test", []byte("pem")); err != nil {
 		t.Fatal(err)
 	}

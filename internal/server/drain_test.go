@@ -126,7 +126,7 @@ func TestShutdownAnswersBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	gl := &gatedListener{TCPListener: tl, gate: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- Run(ctx, Options{ShutdownTimeout: 10 * time.Second}, Listener{Name: "t", Listener: gl, Handler: okHandler()})
@@ -166,7 +166,7 @@ func TestShutdownAnswersAcceptedConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- Run(ctx, Options{ShutdownTimeout: 10 * time.Second}, Listener{Name: "t", Listener: ln, Handler: okHandler()})
@@ -246,7 +246,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		var served atomic.Int64
 		counted := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			served.Add(1)

@@ -17,7 +17,7 @@ func TestH2C(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		runErr := make(chan error, 1)
 		go func() {
 			runErr <- Run(ctx, Options{H2C: h2c}, Listener{Name: "t", Listener: ln,

@@ -19,7 +19,7 @@ func TestNetHTTPErrorsAreProblemJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- Run(ctx, Options{MaxHeaderBytes: 1 << 10}, Listener{Name: "t", Listener: ln,

@@ -23,7 +23,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "done")
 	})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- Run(ctx, Options{ShutdownTimeout: 5 * time.Second}, Listener{Name: "t", Listener: ln, Handler: h})
@@ -73,7 +73,7 @@ func TestDrainEndsKeepAlive(t *testing.T) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	drained := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	runErr := make(chan error, 1)
 	go func() {
 		runErr <- Run(ctx, Options{
@@ -87,7 +87,7 @@ func TestDrainEndsKeepAlive(t *testing.T) {
 	post := func() (resp *http.Response, reused bool) {
 		t.Helper()
 		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace),
 			"POST", "http://"+ln.Addr().String()+"/", strings.NewReader("x"))
 		resp, err := client.Do(req)
 		if err != nil {

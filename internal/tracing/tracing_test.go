@@ -15,23 +15,8 @@ import (
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 )
 
-// setup points the OTEL_* variables at endpoint and returns the provider.
-func setup(t *testing.T, protocol, endpoint string) *otlpexport.Provider {
-	t.Helper()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
-	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-	t.Setenv("OTEL_SERVICE_NAME", "")
-	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Protocol() != protocol {
-		t.Fatalf("protocol %q, want %q", p.Protocol(), protocol)
-	}
-	return p
-}
+// setup is otlptest.Provider.
+var setup = otlptest.Provider
 
 func TestServerTrustsOnlyConfiguredCallers(t *testing.T) {
 	h := otlptest.NewHTTP(t)
@@ -80,7 +65,7 @@ func TestInjectMatchesW3CPropagator(t *testing.T) {
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{0x0a, 0xf7, 15: 0x9c}, SpanID: [8]byte{0xb7, 7: 0x31}, TraceFlags: trace.FlagsSampled}),
 		trace.NewSpanContext(trace.SpanContextConfig{TraceID: [16]byte{1, 15: 0xff}, SpanID: [8]byte{0xff, 7: 1}, TraceState: ts}),
 	} {
-		ctx := trace.ContextWithSpanContext(context.Background(), sc)
+		ctx := trace.ContextWithSpanContext(t.Context(), sc)
 		got, want := http.Header{"Traceparent": {"stale"}, "Tracestate": {"stale=1"}}, http.Header{}
 		tracing.Inject(ctx, got)
 		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(want))
@@ -89,7 +74,7 @@ func TestInjectMatchesW3CPropagator(t *testing.T) {
 		}
 	}
 	h := http.Header{"Traceparent": {"stale"}, "Tracestate": {"stale=1"}}
-	tracing.Inject(context.Background(), h)
+	tracing.Inject(t.Context(), h)
 	if len(h) != 0 {
 		t.Errorf("without a span: %v", h)
 	}

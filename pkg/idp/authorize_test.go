@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -137,7 +136,7 @@ func TestAuthorizeReusesContextIdentity(t *testing.T) {
 	if !v.Allowed() {
 		t.Fatalf("verdict %v", v.Err)
 	}
-	inner := httptest.NewRequest("GET", "/x", nil).WithContext(idp.NewContext(context.Background(), v.Identity))
+	inner := httptest.NewRequest("GET", "/x", nil).WithContext(idp.NewContext(t.Context(), v.Identity))
 	if v2 := p.Authorize(inner); !v2.Allowed() || v2.Identity != v.Identity {
 		t.Fatalf("context identity not reused: %v", v2.Err)
 	}

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -27,7 +26,7 @@ func BenchmarkVerify(b *testing.B) {
 					c.VerifiedCacheSize = size
 				})
 				tok := srv.MintWith(idptest.MintOptions{Alg: alg}, srv.UserClaims(clientID, "alice", "creator"))
-				ctx := context.Background()
+				ctx := b.Context()
 				if _, err := p.Verify(ctx, tok); err != nil {
 					b.Fatal(err)
 				}
@@ -101,7 +100,7 @@ func BenchmarkVerifyGeneric(b *testing.B) {
 				c.Claims = idp.ClaimMapping{Preset: idp.PresetGeneric}
 			})
 			tok := srv.Mint(claims)
-			ctx := context.Background()
+			ctx := b.Context()
 			if _, err := p.Verify(ctx, tok); err != nil {
 				b.Fatal(err)
 			}

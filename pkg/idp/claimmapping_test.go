@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"reflect"
@@ -200,7 +199,7 @@ func TestClaimMappingConfigErrors(t *testing.T) {
 		if !errors.Is(err, idp.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Validate(%+v) = %v, want ErrConfig saying %q", tc.m, err, tc.want)
 		}
-		_, err = idp.New(context.Background(), idp.Config{ServerURL: "https://sso.example.com", Realm: "r", ClientID: "c", Claims: tc.m})
+		_, err = idp.New(t.Context(), idp.Config{ServerURL: "https://sso.example.com", Realm: "r", ClientID: "c", Claims: tc.m})
 		if !errors.Is(err, idp.ErrConfig) {
 			t.Errorf("New with %+v: %v, want ErrConfig", tc.m, err)
 		}
@@ -216,7 +215,7 @@ func TestTokenPayloadClaimAt(t *testing.T) {
 	p := newPlugin(t, srv, nil)
 	tok := srv.Mint(map[string]any{"aud": clientID, "tid": "t-1", "https://example.com/roles": []any{"a"},
 		"urn:zitadel:iam:org:project:roles": map[string]any{"x": map[string]any{}, "y": 1}, "org": map[string]any{"name": "acme"}})
-	tp, err := p.Verify(context.Background(), tok)
+	tp, err := p.Verify(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,18 +15,22 @@ type Compiled struct {
 	// mappings are the compiled claim mappings: the primary issuer's,
 	// then each of cfg.Issuers' (nil: the Keycloak preset as is).
 	mappings []*token.Mapping
+	// deprecated are the former spellings cfg used, which NewCompiled
+	// logs.
+	deprecated []deprecatedSpelling
 }
 
 // Compile applies cfg's defaults and reports every problem of cfg, as
 // Validate does; without any, it returns the compiled form. It contacts
 // nothing.
 func Compile(cfg Config) (*Compiled, error) {
+	deprecated := deprecatedSpellings(cfg)
 	cfg = cfg.withDefaults()
 	mappings, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{cfg: cfg, mappings: mappings}, nil
+	return &Compiled{cfg: cfg, mappings: mappings, deprecated: deprecated}, nil
 }
 
 // Config returns the configuration c was compiled from, defaults applied

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -29,7 +28,7 @@ func TestCompileThenNewCompiled(t *testing.T) {
 	if got, want := c.Config().AuthPrefix, cfg.WithDefaults().AuthPrefix; got != want {
 		t.Fatalf("compiled AuthPrefix %q, want the default %q", got, want)
 	}
-	p, err := idp.NewCompiled(context.Background(), c)
+	p, err := idp.NewCompiled(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}

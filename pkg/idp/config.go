@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/authflow"
 )
 
@@ -146,9 +147,13 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the plugin's logs; tokens are never logged. [discard]
 	Logger *slog.Logger
-	// Leeway is the clock skew tolerated on exp, nbf and iat. Set a negative
-	// value for none (it stays negative in Plugin.Config). [10s]
+	// Leeway is the clock skew tolerated on exp, nbf and iat, unless
+	// NoLeeway. [10s]
 	Leeway time.Duration
+	// NoLeeway tolerates no clock skew: Leeway is not used. A negative
+	// Leeway, the former spelling of "none", still means it (New logs a
+	// deprecation warning) and stays negative in Plugin.Config. [false]
+	NoLeeway bool
 	// Now returns the current time for claim checks. [time.Now]
 	Now func() time.Time
 	// MaxTokenBytes rejects longer tokens before any parsing. [16 KiB]
@@ -183,10 +188,15 @@ type Config struct {
 	// VerifiedCacheSize bounds the cache of verified tokens (keyed by the
 	// SHA-256 of the token's signing input and its signature, never used
 	// past the token's exp, dropped when the key set changes; an entry is
-	// the verified payload and the signature, not the decoded identity). A table of the 256 tokens presented
-	// most recently sits in front of it (and goes with it). Negative
-	// disables both. [10000]
+	// the verified payload and the signature, not the decoded identity).
+	// A table of the 256 tokens presented most recently sits in front of
+	// it (and goes with it). [10000]
 	VerifiedCacheSize int
+	// DisableVerifiedCache turns that cache and the table in front of it
+	// off: every presentation of a token is verified in full. A negative
+	// VerifiedCacheSize, the former spelling, still does (New logs a
+	// deprecation warning). [false: the cache is on]
+	DisableVerifiedCache bool
 
 	// SessionSecret seals the login-state and session cookies of the /auth
 	// routes (AES-GCM). At least 32 bytes; required when IncludeRoutes.
@@ -282,10 +292,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	// A negative Leeway ("none") stays negative, so that applying the
-	// defaults again (idp.New(ctx, p.Config())) cannot turn it into the
-	// default; checkTimes reads it as zero.
-	if c.Leeway == 0 {
+	// The former spelling of the switches, a negative value, sets them
+	// and stays as written.
+	if c.Leeway < 0 {
+		c.NoLeeway = true
+	}
+	if c.Leeway == 0 && !c.NoLeeway {
 		c.Leeway = DefaultLeeway
 	}
 	if c.Now == nil {
@@ -303,7 +315,10 @@ func (c Config) withDefaults() Config {
 	if c.FirstKeysWait == 0 {
 		c.FirstKeysWait = DefaultFirstKeysWait
 	}
-	if c.VerifiedCacheSize == 0 {
+	if c.VerifiedCacheSize < 0 {
+		c.DisableVerifiedCache = true
+	}
+	if c.VerifiedCacheSize == 0 && !c.DisableVerifiedCache {
 		c.VerifiedCacheSize = DefaultVerifiedCacheSize
 	}
 	if len(c.Scopes) == 0 {
@@ -343,95 +358,94 @@ func (c Config) WithDefaults() Config { return c.withDefaults() }
 // joined, each wrapping ErrConfig. It returns the claim mappings it
 // compiled on the way: the primary issuer's, then each of c.Issuers'.
 func (c Config) validate() ([]*token.Mapping, error) {
-	var errs []error
-	report := func(field string, missing bool, format string, args ...any) {
-		errs = append(errs, &ConfigError{Field: field, Missing: missing, Problem: fmt.Sprintf(format, args...)})
-	}
-	c.validateDPoP(report)
-	bad := func(field, format string, args ...any) { report(field, false, format, args...) }
-	missing := func(field, format string, args ...any) { report(field, true, format, args...) }
+	var ps problems
+	bad, missing := ps.bad, ps.missing // of a field, by its Go path
+	badKey := ps.badKey                // by the specification's key
+	its := func(field string) fielderr.Ref { return fielderr.L("%s", field) }
+	c.validateDPoP(&ps)
 	switch {
 	case c.IssuerURL != "":
 		if c.ServerURL != "" || c.Realm != "" {
-			bad("issuer_url", "issuer_url excludes server_url and realm: set issuer_url (any OpenID Connect provider) or server_url and realm (a Keycloak realm), not both")
+			bad("IssuerURL", "%[1]s excludes %[2]s and %[3]s: set %[1]s (any OpenID Connect provider) or %[2]s and %[3]s (a Keycloak realm), not both",
+				its("IssuerURL"), its("ServerURL"), its("Realm"))
 		}
 		if err := checkIssuerURL(c.IssuerURL); err != nil {
-			bad("issuer_url", "issuer_url: %v", err)
+			bad("IssuerURL", "%s: %v", its("IssuerURL"), err)
 		}
 	case c.ServerURL == "" && c.Realm == "":
-		missing("server_url", "server_url is required with realm (a Keycloak realm), or issuer_url (any OpenID Connect provider)")
+		missing("ServerURL", "%s is required with %s (a Keycloak realm), or %s (any OpenID Connect provider)", its("ServerURL"), its("Realm"), its("IssuerURL"))
 	default:
-		c.checkRealmForm(bad, missing)
+		c.checkRealmForm(badKey, ps.missingKey)
 	}
 	if c.ClientID == "" {
-		missing("client_id", "client_id is required")
+		missing("ClientID", "%s is required", its("ClientID"))
 	}
 	mappings := make([]*token.Mapping, 1+len(c.Issuers))
 	var err error
 	if mappings[0], err = c.Claims.compile(); err != nil {
-		errs = append(errs, err)
+		ps.errs = append(ps.errs, err)
 	}
 	switch c.TokenLocation {
 	case TokenLocationHeader, TokenLocationCookie:
 	default:
-		bad("token_location", "token_location %q: want HEADER or COOKIE", c.TokenLocation)
+		bad("TokenLocation", "%s %q: want HEADER or COOKIE", its("TokenLocation"), c.TokenLocation)
 	}
 	if c.TokenLocation == TokenLocationCookie && !validCookieName(c.CookieName) {
-		bad("cookie_name", "cookie_name %q is not a valid cookie name", c.CookieName)
+		bad("CookieName", "%s %q is not a valid cookie name", its("CookieName"), c.CookieName)
 	}
 	if c.IncludeRoutes {
 		if c.RedirectURI == "" {
-			missing("redirect_uri", "redirect_uri is required when include_routes is true")
+			missing("RedirectURI", "%s is required when %s is true", its("RedirectURI"), its("IncludeRoutes"))
 		} else if err := checkHTTPURL(c.RedirectURI); err != nil {
-			bad("redirect_uri", "redirect_uri: %v", err)
+			bad("RedirectURI", "%s: %v", its("RedirectURI"), err)
 		}
 		if len(c.SessionSecret) == 0 {
-			missing("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
+			missing("SessionSecret", "a session secret of at least 32 bytes is required when %s is true", its("IncludeRoutes"))
 		} else if len(c.SessionSecret) < 32 {
-			bad("session_secret", "a session secret of at least 32 bytes is required when include_routes is true")
+			bad("SessionSecret", "a session secret of at least 32 bytes is required when %s is true", its("IncludeRoutes"))
 		} else if m := placeholderSecret(c.SessionSecret); m != "" {
-			bad("session_secret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
+			bad("SessionSecret", "the session secret is a placeholder (it contains %q): generate one, e.g. openssl rand -base64 48", m)
 		}
 	}
 	if _, err := authflow.CompileRedirectHosts(c.AllowedRedirectHosts); err != nil {
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			bad("allowed_redirect_hosts", "%v", e)
+			bad("AllowedRedirectHosts", "%v", e)
 		}
 	}
 	if c.Session != nil {
 		if !c.IncludeRoutes {
-			bad("include_routes", "sessions need include_routes: the login routes start them")
+			bad("IncludeRoutes", "sessions need %s: the login routes start them", its("IncludeRoutes"))
 		}
-		c.Session.validate(func(field, format string, args ...any) { bad("session."+field, format, args...) })
+		c.Session.validate(func(field, format string, args ...any) { badKey("session."+field, format, args...) })
 		if c.Session.CookieDomain != "" {
 			if err := authflow.CheckCookieDomain(c.Session.CookieDomain, c.RedirectURI); err != nil {
-				bad("session.cookie_domain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
+				bad("Session.CookieDomain", "session cookie domain %q: %v", c.Session.CookieDomain, err)
 			}
 		}
 	}
 	for _, p := range c.ExcludedPaths {
 		if !strings.HasPrefix(p, "/") {
-			bad("excluded_paths", "excluded_paths: %q must start with '/'", p)
+			bad("ExcludedPaths", "%s: %q must start with '/'", its("ExcludedPaths"), p)
 		}
 	}
 	if c.JWKSCacheTTL < 0 {
-		bad("jwks_cache_ttl", "jwks_cache_ttl must be positive, got %s", c.JWKSCacheTTL)
+		bad("JWKSCacheTTL", "%s must be positive, got %s", its("JWKSCacheTTL"), c.JWKSCacheTTL)
 	}
 	if c.HTTPTimeout < 0 {
-		bad("http_timeout", "http_timeout must be positive, got %s", c.HTTPTimeout)
+		bad("HTTPTimeout", "%s must be positive, got %s", its("HTTPTimeout"), c.HTTPTimeout)
 	}
 	if c.UnknownKIDWait < 0 {
-		bad("unknown_kid_wait", "unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
+		bad("UnknownKIDWait", "unknown-kid wait must be positive, got %s", c.UnknownKIDWait)
 	}
 	if c.UnknownKIDRefreshInterval < 0 {
-		bad("unknown_kid_refresh_interval", "unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
+		bad("UnknownKIDRefreshInterval", "unknown-kid refresh interval must be positive, got %s", c.UnknownKIDRefreshInterval)
 	}
 	if c.MaxTokenBytes < 0 {
-		bad("max_token_bytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
+		bad("MaxTokenBytes", "max token bytes must be positive, got %d", c.MaxTokenBytes)
 	}
-	checkAlgorithms(c.Algorithms, func(format string, args ...any) { bad("algorithms", format, args...) })
-	c.validateIssuers(bad, &errs, mappings[1:])
-	return mappings, errors.Join(errs...)
+	checkAlgorithms(c.Algorithms, func(format string, args ...any) { badKey("algorithms", format, args...) })
+	c.validateIssuers(badKey, &ps.errs, mappings[1:])
+	return mappings, errors.Join(ps.errs...)
 }
 
 // checkRealmForm reports the problems of the Keycloak shorthand,

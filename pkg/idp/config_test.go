@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -20,42 +19,42 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}{
 		{"missing server_url", func(c *idp.Config) { c.ServerURL = "" }, "server_url is required"},
 		{"missing realm", func(c *idp.Config) { c.Realm = "" }, "realm is required"},
-		{"neither issuer_url nor server_url", func(c *idp.Config) { c.ServerURL, c.Realm = "", "" }, "or issuer_url"},
-		{"issuer_url and server_url", func(c *idp.Config) { c.IssuerURL = "https://sso.example.com" }, "issuer_url excludes server_url and realm"},
-		{"issuer_url and realm", func(c *idp.Config) { c.IssuerURL, c.ServerURL = "https://sso.example.com", "" }, "issuer_url excludes server_url and realm"},
+		{"neither issuer_url nor server_url", func(c *idp.Config) { c.ServerURL, c.Realm = "", "" }, "or IssuerURL"},
+		{"issuer_url and server_url", func(c *idp.Config) { c.IssuerURL = "https://sso.example.com" }, "IssuerURL excludes ServerURL and Realm"},
+		{"issuer_url and realm", func(c *idp.Config) { c.IssuerURL, c.ServerURL = "https://sso.example.com", "" }, "IssuerURL excludes ServerURL and Realm"},
 		{"issuer_url with query", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "https://sso.example.com?x=1", "", "" }, "no query or fragment"},
 		{"issuer_url with fragment", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "https://sso.example.com#x", "", "" }, "no query or fragment"},
-		{"issuer_url relative", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "/issuer", "", "" }, "issuer_url"},
-		{"missing client_id", func(c *idp.Config) { c.ClientID = "" }, "client_id is required"},
+		{"issuer_url relative", func(c *idp.Config) { c.IssuerURL, c.ServerURL, c.Realm = "/issuer", "", "" }, "IssuerURL"},
+		{"missing client_id", func(c *idp.Config) { c.ClientID = "" }, "ClientID is required"},
 		{"server_url not a URL", func(c *idp.Config) { c.ServerURL = "://x" }, "server_url"},
 		{"server_url wrong scheme", func(c *idp.Config) { c.ServerURL = "ftp://sso" }, "scheme must be http or https"},
 		{"server_url user info", func(c *idp.Config) { c.ServerURL = "https://u:p@sso" }, "user info"},
 		{"realm with slash", func(c *idp.Config) { c.Realm = "a/b" }, "realm"},
-		{"redirect_uri missing", func(c *idp.Config) { c.IncludeRoutes = true; c.SessionSecret = secret }, "redirect_uri is required"},
+		{"redirect_uri missing", func(c *idp.Config) { c.IncludeRoutes = true; c.SessionSecret = secret }, "RedirectURI is required"},
 		{"redirect_uri malformed", func(c *idp.Config) {
 			c.IncludeRoutes = true
 			c.SessionSecret = secret
 			c.RedirectURI = "/relative"
-		}, "redirect_uri"},
+		}, "RedirectURI"},
 		{"session secret short", func(c *idp.Config) {
 			c.IncludeRoutes = true
 			c.RedirectURI = "http://x/cb"
 			c.SessionSecret = []byte("short")
 		}, "session secret"},
-		{"token location unknown", func(c *idp.Config) { c.TokenLocation = "QUERY" }, "token_location"},
-		{"cookie name invalid", func(c *idp.Config) { c.TokenLocation = idp.TokenLocationCookie; c.CookieName = "a b" }, "cookie_name"},
-		{"negative ttl", func(c *idp.Config) { c.JWKSCacheTTL = -time.Second }, "jwks_cache_ttl"},
-		{"negative timeout", func(c *idp.Config) { c.HTTPTimeout = -time.Second }, "http_timeout"},
+		{"token location unknown", func(c *idp.Config) { c.TokenLocation = "QUERY" }, "TokenLocation"},
+		{"cookie name invalid", func(c *idp.Config) { c.TokenLocation = idp.TokenLocationCookie; c.CookieName = "a b" }, "CookieName"},
+		{"negative ttl", func(c *idp.Config) { c.JWKSCacheTTL = -time.Second }, "JWKSCacheTTL"},
+		{"negative timeout", func(c *idp.Config) { c.HTTPTimeout = -time.Second }, "HTTPTimeout"},
 		{"symmetric alg", func(c *idp.Config) { c.Algorithms = []string{"HS256"} }, "symmetric"},
 		{"none alg", func(c *idp.Config) { c.Algorithms = []string{"none"} }, "never accepted"},
 		{"unknown alg", func(c *idp.Config) { c.Algorithms = []string{"RS257"} }, "unknown"},
-		{"excluded path relative", func(c *idp.Config) { c.ExcludedPaths = []string{"health"} }, "excluded_paths"},
+		{"excluded path relative", func(c *idp.Config) { c.ExcludedPaths = []string{"health"} }, "ExcludedPaths"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := valid
 			tt.mutate(&cfg)
-			p, err := idp.New(context.Background(), cfg)
+			p, err := idp.New(t.Context(), cfg)
 			if err == nil {
 				p.Close()
 				t.Fatal("New accepted the config")
@@ -71,7 +70,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: "http://127.0.0.1:1/", Realm: "demo", ClientID: "c"})
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: "http://127.0.0.1:1/", Realm: "demo", ClientID: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +113,7 @@ func TestConfigRefusesRealmInServerURLAndBadPorts(t *testing.T) {
 	}
 	err := idp.Config{ServerURL: "https://sso.example.com", Realm: "demo", ClientID: "app", IncludeRoutes: true,
 		RedirectURI: "http://127.0.0.1:70000/cb", SessionSecret: make([]byte, 32)}.Validate()
-	if err == nil || !strings.Contains(err.Error(), "redirect_uri") {
+	if err == nil || !strings.Contains(err.Error(), "RedirectURI") {
 		t.Errorf("bad redirect port: %v", err)
 	}
 }
@@ -159,7 +158,7 @@ func TestPlaceholderSessionSecretRefused(t *testing.T) {
 }
 
 // Every problem Validate reports is a *ConfigError naming its field by
-// key, Missing only for a required field that is not set, so a caller
+// its Go path, Missing only for a required field that is not set, so a caller
 // can point at the key without reading the message.
 func TestConfigErrorsNameTheirField(t *testing.T) {
 	for _, tc := range []struct {
@@ -168,14 +167,14 @@ func TestConfigErrorsNameTheirField(t *testing.T) {
 		field   string
 		missing bool
 	}{
-		{"no realm", idp.Config{ServerURL: "http://127.0.0.1:8080", ClientID: "c"}, "realm", true},
-		{"no client id", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "r"}, "client_id", true},
-		{"bad realm", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "a/b", ClientID: "c"}, "realm", false},
-		{"no redirect uri", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, SessionSecret: []byte(strings.Repeat("k", 32))}, "redirect_uri", true},
-		{"short session secret", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "http://127.0.0.1:4180/auth/callback", SessionSecret: []byte("short")}, "session_secret", false},
-		{"symmetric algorithm", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", Algorithms: []string{"HS256"}}, "algorithms", false},
+		{"no realm", idp.Config{ServerURL: "http://127.0.0.1:8080", ClientID: "c"}, "Realm", true},
+		{"no client id", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "r"}, "ClientID", true},
+		{"bad realm", idp.Config{ServerURL: "http://127.0.0.1:8080", Realm: "a/b", ClientID: "c"}, "Realm", false},
+		{"no redirect uri", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, SessionSecret: []byte(strings.Repeat("k", 32))}, "RedirectURI", true},
+		{"short session secret", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "http://127.0.0.1:4180/auth/callback", SessionSecret: []byte("short")}, "SessionSecret", false},
+		{"symmetric algorithm", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", Algorithms: []string{"HS256"}}, "Algorithms", false},
 		{"session cookie domain", idp.Config{IssuerURL: "http://127.0.0.1:8080", ClientID: "c", IncludeRoutes: true, RedirectURI: "https://login.example.org/auth/callback", SessionSecret: []byte(strings.Repeat("k", 32)),
-			Session: &idp.SessionConfig{CookieDomain: "example.com"}}, "session.cookie_domain", false},
+			Session: &idp.SessionConfig{CookieDomain: "example.com"}}, "Session.CookieDomain", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -2,7 +2,6 @@ package idp
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -41,7 +40,7 @@ func FuzzDiscover(f *testing.F) {
 			return // Config.validate refuses it before discovery
 		}
 		c := &http.Client{Transport: bodyTransport(doc)}
-		m, err := discover(context.Background(), c, issuer, keycloak)
+		m, err := discover(t.Context(), c, issuer, keycloak)
 		if err != nil {
 			return
 		}

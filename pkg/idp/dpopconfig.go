@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
@@ -63,18 +64,19 @@ func newDPoPVerifier(c Config) (*dpop.Verifier, error) {
 }
 
 // validateDPoP reports a DPoP option the dpop package refuses.
-func (c Config) validateDPoP(report func(field string, missing bool, format string, args ...any)) {
+func (c Config) validateDPoP(ps *problems) {
 	if c.DPoP.Mode > dpop.Required {
-		report("dpop.mode", false, "dpop.mode: want off, allowed or required")
+		ps.bad("DPoP.Mode", "%s: want off, allowed or required", fielderr.F("DPoP.Mode"))
 	}
 	o := c.dpopOptions()
 	if o.Nonce && o.NonceSecret == nil {
-		report("dpop.nonce", false, "dpop.nonce needs a secret shared by the replicas: set session_secret (the nonces' key is derived from it)")
+		ps.bad("DPoP.Nonce", "%s needs a secret shared by the replicas: set %s (the nonces' key is derived from it)",
+			fielderr.F("DPoP.Nonce"), fielderr.F("SessionSecret"))
 		return
 	}
 	o.Replay = noReplay{}
 	if _, err := dpop.NewVerifier(o); err != nil {
-		report("dpop", false, "dpop: %v", err)
+		ps.bad("DPoP", "%s: %v", fielderr.F("DPoP"), err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -47,7 +46,7 @@ func TestDuplicateClaimAnywhereIsInvalid(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok := srv.MintJSON(idptest.MintOptions{}, userJSON(srv, tc.extra))
-			_, err := p.Verify(context.Background(), tok)
+			_, err := p.Verify(t.Context(), tok)
 			if !errors.Is(err, idp.ErrInvalidToken) || idp.Reason(err) != tc.reason {
 				t.Fatalf("Verify = %v (reason %q), want invalid_token %q", err, idp.Reason(err), tc.reason)
 			}

@@ -3,6 +3,11 @@ package idp
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
+	"unicode"
+
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/idperr"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/internal/session"
@@ -67,24 +72,89 @@ var (
 	ErrInsecureTransport = errors.New("idp: refusing to send a bearer token over plain http")
 )
 
-// ConfigError is one problem Config.Validate (and New) found in a Config:
-// the field concerned, by its configuration key, and what is wrong with
-// it. It wraps ErrConfig. Match it with errors.As to point a user at the
-// key to fix.
-type ConfigError struct {
-	// Field is the field's key as Config's documentation and
-	// idp-proxy's idp section spell it ("realm", "redirect_uri",
-	// "session_secret"), or "session." and the key for a SessionConfig
-	// field ("session.cookie_domain", "session.previous_secrets").
-	Field string
-	// Missing reports that the field is required and not set.
-	Missing bool
-	// Problem says what is wrong, naming the field ("realm is required").
-	Problem string
+// ConfigError is one problem Config.Validate (and New, NewPages) found:
+// the field concerned, by its Go path from Config ("Realm",
+// "RedirectURI", "Session.CookieDomain", "Session.PreviousSecrets",
+// "Pages.Logo"), whether it is required and missing, and the Reason, what
+// is wrong with it, in the specification's words ("realm is required").
+// It wraps ErrConfig. Match it with errors.As to point a user at the
+// field to fix; a program with a file of its own maps Field to its key.
+// Error() is "idp: invalid config: " and the reason.
+type ConfigError = fielderr.Error
+
+// problems collects the problems of a Config, each a *ConfigError: of a
+// field named by its Go path (bad, missing), or by its specification key
+// (badKey, missingKey: the checks that TrustedIssuer entries share, which
+// report by key).
+type problems struct{ errs []error }
+
+func (p *problems) bad(field, format string, args ...any) {
+	p.errs = append(p.errs, fielderr.New(ErrConfig.Error()+": ", ErrConfig, false, field, nil, format, args...))
 }
 
-func (e *ConfigError) Error() string { return ErrConfig.Error() + ": " + e.Problem }
-func (e *ConfigError) Unwrap() error { return ErrConfig }
+func (p *problems) missing(field, format string, args ...any) {
+	p.errs = append(p.errs, fielderr.New(ErrConfig.Error()+": ", ErrConfig, true, field, nil, format, args...))
+}
+
+func (p *problems) badKey(key, format string, args ...any) {
+	p.errs = append(p.errs, configError(key, false, format, args...))
+}
+
+func (p *problems) missingKey(key, format string, args ...any) {
+	p.errs = append(p.errs, configError(key, true, format, args...))
+}
+
+// configError returns the problem of the field named by its
+// specification key (see goPath).
+func configError(key string, missing bool, format string, args ...any) *ConfigError {
+	return fielderr.New(ErrConfig.Error()+": ", ErrConfig, missing, goPath(reflect.TypeFor[Config](), key), nil, format, args...)
+}
+
+// goPath returns the Go path of the field a specification key names: the
+// field whose name, in snake case, is the key, element by element
+// ("redirect_uri" is "RedirectURI", "session.cookie_domain"
+// "Session.CookieDomain"), through pointers; the key itself past the
+// first element that names no field.
+func goPath(t reflect.Type, key string) string {
+	var out []string
+	elems := strings.Split(key, ".")
+	for i, e := range elems {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		var f reflect.StructField
+		found := false
+		if t.Kind() == reflect.Struct {
+			for j := range t.NumField() {
+				if sf := t.Field(j); sf.IsExported() && snakeCase(sf.Name) == e {
+					f, found = sf, true
+					break
+				}
+			}
+		}
+		if !found {
+			return strings.Join(append(out, elems[i:]...), ".")
+		}
+		out = append(out, f.Name)
+		t = f.Type
+	}
+	return strings.Join(out, ".")
+}
+
+// snakeCase spells a Go name in snake case, a run of capitals as one word:
+// "RedirectURI" is "redirect_uri", "JWKSCacheTTL" "jwks_cache_ttl".
+func snakeCase(name string) string {
+	var b strings.Builder
+	r := []rune(name)
+	for i, c := range r {
+		upper := unicode.IsUpper(c)
+		if upper && i > 0 && (unicode.IsLower(r[i-1]) || i+1 < len(r) && unicode.IsLower(r[i+1]) && unicode.IsUpper(r[i-1])) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToLower(c))
+	}
+	return b.String()
+}
 
 // invalid returns an error wrapping ErrInvalidToken with a reason that is
 // safe to show to the client (it never contains the token or claim

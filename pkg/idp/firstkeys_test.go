@@ -42,7 +42,7 @@ func (g *gatedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // writes it.
 func startPlugin(t *testing.T, cfg idp.Config) *idp.Plugin {
 	t.Helper()
-	p, err := idp.New(context.Background(), cfg)
+	p, err := idp.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestFirstRequestsAfterNewWaitForTheKeys(t *testing.T) {
 		if v := p.Authorize(bearer(tok)); !v.Allowed() {
 			t.Fatalf("%v %q, want allowed once the keys arrive", v.Outcome, v.Detail())
 		}
-		if _, err := p.Verify(context.Background(), tok); err != nil || waits.Load() != 1 {
+		if _, err := p.Verify(t.Context(), tok); err != nil || waits.Load() != 1 {
 			t.Fatalf("Verify: %v; %d waits, want 1 (the keys are loaded now)", err, waits.Load())
 		}
 	})
@@ -118,7 +118,7 @@ func TestFirstKeysWaitEndsWhenTheProviderFails(t *testing.T) {
 			}
 		}
 		srv.SetDown(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		if err := p.WaitReady(ctx); err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestFirstKeysWaitEndsWhenTheProviderFails(t *testing.T) {
 		c := cfg
 		c.HTTPClient = &http.Client{Transport: newGatedTransport(t)}
 		p := startPlugin(t, c)
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		idp.SetFirstKeysWaitHook(p, cancel)
 		_, err := p.Verify(ctx, tok)
 		if !errors.Is(err, idp.ErrUnavailable) {

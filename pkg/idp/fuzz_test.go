@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"net/http/httptest"
 	"testing"
@@ -50,7 +49,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.")
 	f.Add("a.b.c")
 	f.Fuzz(func(t *testing.T, tok string) {
-		tp, err := p.Verify(context.Background(), tok)
+		tp, err := p.Verify(t.Context(), tok)
 		if err == nil {
 			if tp == nil || tp.Subject == "" {
 				t.Fatal("accepted without a payload")

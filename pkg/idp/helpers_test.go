@@ -21,12 +21,12 @@ func newPlugin(t testing.TB, srv *idptest.Server, mutate func(*idp.Config)) *idp
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	p, err := idp.New(context.Background(), cfg)
+	p, err := idp.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)

@@ -167,12 +167,12 @@ func TestIssuerWithTrailingSlash(t *testing.T) {
 // first key fetch, checking that it is not ready and answers 503.
 func notReady(t *testing.T, cfg idp.Config) error {
 	t.Helper()
-	p, err := idp.New(context.Background(), cfg)
+	p, err := idp.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	ferr := p.Refresh(ctx)
 	if ferr == nil || p.Ready() {

@@ -2,6 +2,7 @@ package idp
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -96,9 +97,9 @@ func validIssuerName(name string) bool {
 }
 
 // IssuerConfigError is a problem of one entry of Config.Issuers: its
-// index, the field concerned (as the configuration file names it:
-// "name", "issuer_url", "audiences", "claims", "algorithms", ...) and the
-// error, which wraps ErrConfig. Config.Validate reports each problem of
+// index, the field concerned (its Go name in TrustedIssuer: "Name",
+// "IssuerURL", "Audiences", "Claims", "Algorithms", ...) and the error,
+// which wraps ErrConfig. Config.Validate reports each problem of
 // Config.Issuers as one, so that a configuration file can point at the
 // entry's line.
 type IssuerConfigError struct {
@@ -125,7 +126,7 @@ func (c Config) validateIssuers(bad func(field, format string, args ...any), err
 			at += " (" + t.Name + ")"
 		}
 		ibad := func(field, format string, args ...any) {
-			*errs = append(*errs, &IssuerConfigError{Index: i, Field: field,
+			*errs = append(*errs, &IssuerConfigError{Index: i, Field: goPath(reflect.TypeFor[TrustedIssuer](), field),
 				Err: fmt.Errorf("%w: "+at+": "+format, append([]any{ErrConfig}, args...)...)})
 		}
 		switch {
@@ -173,7 +174,7 @@ func (c Config) validateIssuers(bad func(field, format string, args ...any), err
 		}
 		var err error
 		if mappings[i], err = t.Claims.compile(); err != nil {
-			*errs = append(*errs, &IssuerConfigError{Index: i, Field: "claims", Err: fmt.Errorf("%s: %w", at, err)})
+			*errs = append(*errs, &IssuerConfigError{Index: i, Field: "Claims", Err: fmt.Errorf("%s: %w", at, err)})
 		}
 		checkAlgorithms(t.Algorithms, func(format string, args ...any) { ibad("algorithms", format, args...) })
 		if t.JWKSCacheTTL < 0 {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
@@ -24,13 +25,13 @@ func TestKeyRotationOneRefetch(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil)
 	old := srv.Mint(map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), old); err != nil {
+	if _, err := p.Verify(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
 	before := srv.JWKSFetches()
 	srv.RotateKey()
 	fresh := srv.Mint(map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), fresh); err != nil {
+	if _, err := p.Verify(t.Context(), fresh); err != nil {
 		t.Fatalf("token with the new kid rejected: %v", err)
 	}
 	if got := srv.JWKSFetches() - before; got != 1 {
@@ -38,7 +39,7 @@ func TestKeyRotationOneRefetch(t *testing.T) {
 	}
 	// The old key left the JWKS: its tokens stop verifying, even the one
 	// that was cached (the cache is dropped when the key set changes).
-	if _, err := p.Verify(context.Background(), old); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := p.Verify(t.Context(), old); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("token of a removed key still accepted: %v", err)
 	}
 }
@@ -55,7 +56,7 @@ func TestUnknownKIDStormIsBounded(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
 				tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("random-%d-%d", g, i)}, map[string]any{"aud": clientID})
-				if _, err := p.Verify(context.Background(), tok); errors.Is(err, idp.ErrInvalidToken) {
+				if _, err := p.Verify(t.Context(), tok); errors.Is(err, idp.ErrInvalidToken) {
 					rejected.Add(1)
 				}
 			}
@@ -74,57 +75,67 @@ func TestUnknownKIDStormIsBounded(t *testing.T) {
 }
 
 // A flood of random kids must not keep a genuine rotation out for longer
-// than one UnknownKIDRefreshInterval.
+// than one UnknownKIDRefreshInterval. In a synctest bubble (the provider
+// served in memory), so the interval is measured on the bubble's clock
+// and the test waits for no real time.
 func TestRotationAfterStormWithinOneInterval(t *testing.T) {
 	srv := idptest.NewServer(t)
 	const interval = 300 * time.Millisecond
-	p := newPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = interval })
-	for i := 0; i < 50; i++ {
-		tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("junk-%d", i)}, map[string]any{"aud": clientID})
-		_, _ = p.Verify(context.Background(), tok)
-	}
-	srv.RotateKey()
-	fresh := srv.Mint(map[string]any{"aud": clientID})
-	deadline := time.Now().Add(interval + 5*time.Second)
-	for {
-		_, err := p.Verify(context.Background(), fresh)
-		if err == nil {
-			return
+	synctest.Test(t, func(t *testing.T) {
+		p := newMemoryPlugin(t, srv, func(c *idp.Config) { c.UnknownKIDRefreshInterval = interval })
+		for i := 0; i < 50; i++ {
+			tok := srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("junk-%d", i)}, map[string]any{"aud": clientID})
+			_, _ = p.Verify(t.Context(), tok)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rotated key still rejected well after one interval: %v", err)
+		srv.RotateKey()
+		fresh := srv.Mint(map[string]any{"aud": clientID})
+		rotated := time.Now()
+		for {
+			_, err := p.Verify(t.Context(), fresh)
+			if err == nil {
+				break
+			}
+			if time.Since(rotated) > interval {
+				t.Fatalf("rotated key still rejected %v after the rotation, more than one interval (%v): %v", time.Since(rotated), interval, err)
+			}
+			time.Sleep(interval / 4)
 		}
-		time.Sleep(interval / 4)
-	}
+	})
 }
 
+// Several failed refreshes (the bubble's clock runs 200 ms past four
+// TTLs) leave the cached keys working and the plugin ready.
 func TestProviderDownAfterStartKeepsCachedKeys(t *testing.T) {
 	srv := idptest.NewServer(t)
-	p := newPlugin(t, srv, func(c *idp.Config) { c.JWKSCacheTTL = 50 * time.Millisecond; c.VerifiedCacheSize = -1 })
-	srv.SetDown(true)
-	time.Sleep(200 * time.Millisecond) // several failed refreshes
-	tok := srv.Mint(map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); err != nil {
-		t.Fatalf("cached keys stopped working while the provider is down: %v", err)
-	}
-	if !p.Ready() {
-		t.Fatal("plugin reports not ready although it has keys")
-	}
-	if s := p.Stats().Keys; s.Failures == 0 {
-		t.Fatalf("failed refreshes not counted: %+v", s)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		p := newMemoryPlugin(t, srv, func(c *idp.Config) { c.JWKSCacheTTL = 50 * time.Millisecond; c.DisableVerifiedCache = true })
+		srv.SetDown(true)
+		defer srv.SetDown(false)
+		time.Sleep(200 * time.Millisecond) // several failed refreshes
+		synctest.Wait()
+		tok := srv.Mint(map[string]any{"aud": clientID})
+		if _, err := p.Verify(t.Context(), tok); err != nil {
+			t.Fatalf("cached keys stopped working while the provider is down: %v", err)
+		}
+		if !p.Ready() {
+			t.Fatal("plugin reports not ready although it has keys")
+		}
+		if s := p.Stats().Keys; s.Failures == 0 {
+			t.Fatalf("failed refreshes not counted: %+v", s)
+		}
+	})
 }
 
 func TestProviderDownAtStartThenRecovers(t *testing.T) {
 	srv := idptest.NewServer(t)
 	srv.SetDown(true)
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID})
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID})
 	if err != nil {
 		t.Fatalf("New must not fail while the provider is down: %v", err)
 	}
 	defer p.Close()
 	tok := srv.Mint(map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrUnavailable) {
+	if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrUnavailable) {
 		t.Fatalf("Verify = %v, want ErrUnavailable", err)
 	}
 	h := p.Middleware(&okHandler{})
@@ -136,7 +147,7 @@ func TestProviderDownAtStartThenRecovers(t *testing.T) {
 		t.Fatal("Ready while the provider is down")
 	}
 	srv.SetDown(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.WaitReady(ctx); err != nil {
 		t.Fatalf("did not recover: %v", err)
@@ -150,14 +161,14 @@ func TestKeysRemovedStopVerifyingAfterRefresh(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil)
 	tok := srv.Mint(map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); err != nil {
+	if _, err := p.Verify(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
 	srv.RotateKey()
-	if err := p.Refresh(context.Background()); err != nil {
+	if err := p.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("removed key still verifies after refresh: %v", err)
 	}
 }
@@ -171,7 +182,7 @@ func TestEncryptionAndSymmetricKeysNeverVerify(t *testing.T) {
 	rs, _ := srv.KID()
 	// The JWKS carries "enc-<kid>" with use=enc: a token naming it is refused.
 	tok := srv.MintWith(idptest.MintOptions{KID: "enc-" + rs}, map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("token naming the encryption key accepted: %v", err)
 	}
 	if n := p.Stats().Keys.Keys; n != 2 {
@@ -194,11 +205,11 @@ func TestWeakRSAKeysNeverVerify(t *testing.T) {
 			"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(weak.E)).Bytes())})
 		p := newPlugin(t, srv, nil)
 		tok := srv.MintWith(idptest.MintOptions{Key: weak, KID: kid}, map[string]any{"aud": clientID})
-		if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+		if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 			t.Errorf("token signed by a %d-bit RSA key of the JWKS accepted: %v", bits, err)
 		}
 		tok = srv.MintWith(idptest.MintOptions{Key: weak, KID: "-"}, map[string]any{"aud": clientID}) // no kid: every key is tried
-		if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+		if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 			t.Errorf("kid-less token signed by a %d-bit RSA key of the JWKS accepted: %v", bits, err)
 		}
 	}
@@ -228,12 +239,12 @@ func TestJWKSDocumentLimits(t *testing.T) {
 			}))
 			defer ts.Close()
 			issuer = ts.URL + "/realms/demo"
-			p, err := idp.New(context.Background(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID, HTTPTimeout: 2 * time.Second})
+			p, err := idp.New(t.Context(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID, HTTPTimeout: 2 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
-			if err := p.Refresh(context.Background()); err == nil {
+			if err := p.Refresh(t.Context()); err == nil {
 				t.Fatal("Refresh accepted a bad JWKS document")
 			}
 			if p.Ready() {
@@ -248,12 +259,12 @@ func TestDiscoveryIssuerMismatchRefused(t *testing.T) {
 		_, _ = w.Write([]byte(`{"issuer":"https://evil.example/realms/demo","jwks_uri":"https://evil.example/certs"}`))
 	}))
 	defer ts.Close()
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID})
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.Refresh(context.Background()); !errors.Is(err, idp.ErrDiscovery) || !strings.Contains(err.Error(), "https://evil.example/realms/demo") {
+	if err := p.Refresh(t.Context()); !errors.Is(err, idp.ErrDiscovery) || !strings.Contains(err.Error(), "https://evil.example/realms/demo") {
 		t.Fatalf("Refresh = %v, want issuer mismatch", err)
 	}
 }
@@ -263,13 +274,13 @@ func TestHTTPTimeoutBoundsProviderCalls(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
 	defer ts.Close()
 	defer close(block)
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID, HTTPTimeout: 200 * time.Millisecond})
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: ts.URL, Realm: "demo", ClientID: clientID, HTTPTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	start := time.Now()
-	if err := p.Refresh(context.Background()); err == nil {
+	if err := p.Refresh(t.Context()); err == nil {
 		t.Fatal("Refresh succeeded against a hanging provider")
 	}
 	if d := time.Since(start); d > 5*time.Second {

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -29,7 +28,7 @@ func BenchmarkDistinctTokens(b *testing.B) {
 		toks[i] = srv.Mint(c)
 	}
 	p := newPlugin(b, srv, nil)
-	ctx := context.Background()
+	ctx := b.Context()
 	for _, tok := range toks {
 		if _, err := p.Verify(ctx, tok); err != nil {
 			b.Fatal(err)
@@ -82,7 +81,7 @@ func TestCacheEntryFootprint(t *testing.T) {
 	p := newPlugin(t, srv, func(c *idp.Config) { c.VerifiedCacheSize = n })
 	baseBytes, baseObjects := heap()
 	for _, tok := range toks {
-		if _, err := p.Verify(context.Background(), tok); err != nil {
+		if _, err := p.Verify(t.Context(), tok); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -27,10 +26,10 @@ func BenchmarkVerifyMissVsNaive(b *testing.B) {
 		toks[i] = srv.Mint(c)
 	}
 	p := newPlugin(b, srv, func(c *idp.Config) { c.VerifiedCacheSize = -1 })
-	if _, err := p.Verify(context.Background(), toks[0]); err != nil {
+	if _, err := p.Verify(b.Context(), toks[0]); err != nil {
 		b.Fatal(err)
 	}
-	kf, err := keyfunc.NewDefaultCtx(context.Background(), []string{srv.Issuer + "/protocol/openid-connect/certs"})
+	kf, err := keyfunc.NewDefaultCtx(b.Context(), []string{srv.Issuer + "/protocol/openid-connect/certs"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func BenchmarkVerifyMissVsNaive(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := p.Verify(context.Background(), toks[n.Add(1)%int64(len(toks))]); err != nil {
+				if _, err := p.Verify(b.Context(), toks[n.Add(1)%int64(len(toks))]); err != nil {
 					b.Error(err)
 					return
 				}

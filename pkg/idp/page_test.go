@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -76,7 +75,7 @@ func TestRefusalPages(t *testing.T) {
 		"realm_access": map[string]any{"roles": []string{"creator"}}})
 	down := idptest.NewServer(t)
 	down.SetDown(true)
-	cold, err := idp.New(context.Background(), idp.Config{ServerURL: down.URL, Realm: down.Realm, ClientID: clientID})
+	cold, err := idp.New(t.Context(), idp.Config{ServerURL: down.URL, Realm: down.Realm, ClientID: clientID})
 	if err != nil {
 		t.Fatal(err)
 	}

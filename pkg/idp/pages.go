@@ -5,8 +5,10 @@ import (
 	"html/template"
 	"io/fs"
 	"os"
+	"reflect"
 
 	"github.com/idp-proxy/idp-proxy/internal/errorpage"
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 )
 
 // PagesConfig is a deployment's own look for the HTML pages a browser
@@ -107,8 +109,9 @@ type Pages struct {
 }
 
 // NewPages reads, parses and checks c. Every problem is a *ConfigError
-// wrapping ErrConfig, its Field the key of idp-proxy's pages section
-// ("pages.dir", "pages.logo", "pages.colors.accent", ...), its Problem
+// wrapping ErrConfig, its Field the Go path of the PagesConfig field under
+// Config's Pages ("Pages.Dir", "Pages.Logo", "Pages.Colors.Accent", ...),
+// its Reason
 // naming the file and line where there is one ("pages.dir:
 // /etc/idp-proxy/pages/error.html:12: function \"upper\" not defined").
 func NewPages(c PagesConfig) (*Pages, error) {
@@ -116,7 +119,7 @@ func NewPages(c PagesConfig) (*Pages, error) {
 		Colors: c.Colors.internal(), DarkColors: c.DarkColors.internal()}
 	switch {
 	case c.Dir != "" && c.FS != nil:
-		return nil, &ConfigError{Field: "pages.dir", Problem: "pages: Dir and FS are exclusive: give one"}
+		return nil, pagesError("dir", "pages: Dir and FS are exclusive: give one")
 	case c.Dir != "":
 		o.FS, o.Source = os.DirFS(c.Dir), c.Dir
 	case c.FS != nil:
@@ -128,9 +131,9 @@ func NewPages(c PagesConfig) (*Pages, error) {
 		for _, e := range unjoin(err) {
 			var oe *errorpage.OptionError
 			if errors.As(e, &oe) {
-				errs = append(errs, &ConfigError{Field: "pages." + oe.Option, Problem: "pages." + oe.Error()})
+				errs = append(errs, pagesError(oe.Option, "pages.%s", oe.Error()))
 			} else {
-				errs = append(errs, &ConfigError{Field: "pages", Problem: "pages: " + e.Error()})
+				errs = append(errs, configError("pages", false, "pages: %s", e.Error()))
 			}
 		}
 		return nil, errors.Join(errs...)
@@ -158,4 +161,10 @@ func (ps *Pages) renderer() *errorpage.Pages {
 		return errorpage.Default()
 	}
 	return ps.r
+}
+
+// pagesError is the problem of the PagesConfig field its specification
+// key names ("logo", "colors.accent"), under Config's Pages.
+func pagesError(key string, format string, args ...any) *ConfigError {
+	return fielderr.New(ErrConfig.Error()+": ", ErrConfig, false, "Pages."+goPath(reflect.TypeFor[PagesConfig](), key), nil, format, args...)
 }

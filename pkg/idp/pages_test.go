@@ -159,7 +159,7 @@ func TestNewPagesErrors(t *testing.T) {
 			fields[ce.Field] = true
 		}
 	}
-	if !fields["pages.dir"] || !fields["pages.colors.text"] {
+	if !fields["Pages.Dir"] || !fields["Pages.Colors.Text"] {
 		t.Errorf("fields %v", fields)
 	}
 	if _, err := idp.NewPages(idp.PagesConfig{Dir: filepath.Join(dir, "absent")}); err == nil || !strings.Contains(err.Error(), "no such file or directory") {

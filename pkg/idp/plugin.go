@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -76,6 +77,9 @@ func New(ctx context.Context, cfg Config) (*Plugin, error) {
 // newPlugin is New's work after Compile.
 func newPlugin(ctx context.Context, c *Compiled) (*Plugin, error) {
 	cfg := c.cfg
+	for _, d := range c.deprecated {
+		cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "idp: deprecated configuration", slog.String("field", d.field), slog.String("instead", d.instead))
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = defaultHTTPClient(cfg.HTTPTimeout)
 	}
@@ -84,7 +88,7 @@ func newPlugin(ctx context.Context, c *Compiled) (*Plugin, error) {
 		cfg:         cfg,
 		issuer:      iss,
 		realmQuoted: quoteRealm(cfg.challengeRealm()),
-		cache:       newTokenCache(cfg.VerifiedCacheSize),
+		cache:       newTokenCache(cfg.verifiedCacheSize()),
 		intern:      token.NewInterner(),
 		excluded:    make(map[string]struct{}, len(cfg.ExcludedPaths)),
 		stopped:     make(chan struct{}),

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -50,7 +49,7 @@ func TestCheckProviderClientAnswers(t *testing.T) {
 		{"400", "invalid_request", idp.CheckSkipped, nil, "not confirmed"},
 	} {
 		answer.Store([2]string{c.status, c.code})
-		checks, err := idp.CheckProvider(context.Background(), cfg, idp.ProviderCheckOptions{})
+		checks, err := idp.CheckProvider(t.Context(), cfg, idp.ProviderCheckOptions{})
 		if err != nil || len(checks) != 3 || checks[0].Result != idp.CheckPassed || checks[1].Result != idp.CheckPassed {
 			t.Fatalf("%v %+v", err, checks)
 		}

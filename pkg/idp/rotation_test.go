@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,13 +13,35 @@ import (
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
-// memoryTransport serves requests with a handler in the calling goroutine.
+// memoryTransport serves requests with a handler in the calling goroutine:
+// no socket, so that a plugin can run in a synctest bubble.
 type memoryTransport struct{ h http.Handler }
 
 func (m memoryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
 	m.h.ServeHTTP(rec, r)
 	return rec.Result(), nil
+}
+
+// newMemoryPlugin is newPlugin for a synctest bubble: the provider srv
+// (made outside the bubble) is served in memory, and the plugin is made
+// and closed inside the bubble, its clock the bubble's.
+func newMemoryPlugin(t *testing.T, srv *idptest.Server, mutate func(*idp.Config)) *idp.Plugin {
+	t.Helper()
+	cfg := idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID,
+		HTTPClient: &http.Client{Transport: memoryTransport{srv.Handler()}}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	p, err := idp.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	if err := p.WaitReady(t.Context()); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	return p
 }
 
 // TestRotationUnderUnknownKIDFlood: tokens with random kids keep arriving
@@ -30,7 +51,7 @@ func (m memoryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 	srv := idptest.NewServer(t, idptest.Options{}) // outside the bubble: real sockets
 	synctest.Test(t, func(t *testing.T) {
-		p, err := idp.New(context.Background(), idp.Config{
+		p, err := idp.New(t.Context(), idp.Config{
 			ServerURL: srv.URL, Realm: srv.Realm, ClientID: clientID,
 			HTTPClient: &http.Client{Transport: memoryTransport{srv.Handler()}},
 		})
@@ -38,7 +59,7 @@ func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		if err := p.WaitReady(context.Background()); err != nil {
+		if err := p.WaitReady(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		claims := srv.UserClaims(clientID, "alice")
@@ -61,7 +82,7 @@ func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 					if i%2 == 0 { // half of them never seen before
 						tok = srv.MintWith(idptest.MintOptions{KID: fmt.Sprintf("random-%d", i)}, claims)
 					}
-					_, _ = p.Verify(context.Background(), tok)
+					_, _ = p.Verify(t.Context(), tok)
 					sent.Add(1)
 					time.Sleep(5 * time.Millisecond)
 				}
@@ -79,7 +100,7 @@ func TestRotationUnderUnknownKIDFlood(t *testing.T) {
 		fresh := srv.Mint(claims) // signed with the new key, whose kid is new
 		var accepted time.Time
 		for time.Since(rotated) < 20*time.Second {
-			if _, err := p.Verify(context.Background(), fresh); err == nil {
+			if _, err := p.Verify(t.Context(), fresh); err == nil {
 				accepted = time.Now()
 				break
 			}

@@ -196,7 +196,7 @@ func cookieNamed(resp *http.Response, name string) *http.Cookie {
 
 // verifyCtx is a short context for Verify calls in tests.
 func verifyCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -217,11 +217,11 @@ func TestVerifyRefusesBoundTokens_RFC9449_7_2(t *testing.T) {
 	key := idptest.NewDPoPKey()
 	p := dpopPlugin(t, srv, dpop.Allowed, nil)
 	for range 2 {
-		if _, err := p.Verify(context.Background(), srv.MintDPoP(boundClaims(srv), key, true)); !errors.Is(err, idp.ErrSenderConstrained) || !errors.Is(err, idp.ErrInvalidToken) {
+		if _, err := p.Verify(t.Context(), srv.MintDPoP(boundClaims(srv), key, true)); !errors.Is(err, idp.ErrSenderConstrained) || !errors.Is(err, idp.ErrInvalidToken) {
 			t.Fatalf("Verify = %v", err)
 		}
 	}
-	if _, err := p.Verify(context.Background(), srv.Mint(boundClaims(srv))); err != nil {
+	if _, err := p.Verify(t.Context(), srv.Mint(boundClaims(srv))); err != nil {
 		t.Fatalf("bearer: %v", err)
 	}
 	req := dpopPlugin(t, srv, dpop.Required, nil)
@@ -233,10 +233,10 @@ func TestVerifyRefusesBoundTokens_RFC9449_7_2(t *testing.T) {
 	tok := srv.MintDPoP(boundClaims(srv), key, false)
 	pres := idp.Presentation{Token: tok, DPoP: true, Mode: dpop.Allowed, Method: "GET", URL: "https://api.example/x?q=1",
 		Proofs: []string{key.Proof("GET", "https://api.example/x", tok)}}
-	if _, err := p.VerifyPresentation(context.Background(), pres); err != nil {
+	if _, err := p.VerifyPresentation(t.Context(), pres); err != nil {
 		t.Fatalf("VerifyPresentation: %v", err)
 	}
-	if _, err := p.VerifyPresentation(context.Background(), pres); idp.PossessionCheck(err) != dpop.CheckReplay {
+	if _, err := p.VerifyPresentation(t.Context(), pres); idp.PossessionCheck(err) != dpop.CheckReplay {
 		t.Fatalf("VerifyPresentation replayed: %v", err)
 	}
 }

@@ -138,7 +138,7 @@ func TestSessionStoreOutage(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(withSaved()); err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a copy of the cookie after the store came back: %v %v, want 401", resp, err)
 	}
-	if _, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+sessionCookieValue(saved)); !errors.Is(err, idp.ErrSessionNotFound) {
+	if _, err := sw.SessionBackend.Get(t.Context(), "idp:session:"+sessionCookieValue(saved)); !errors.Is(err, idp.ErrSessionNotFound) {
 		t.Fatalf("the signed-out session is still in the store: %v", err)
 	}
 }
@@ -172,7 +172,7 @@ func TestSessionStoreOutageSignOutsLostOnClose(t *testing.T) {
 		}
 		sw.down.Store(!back)
 		_ = e.p.Close()
-		_, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+id)
+		_, err := sw.SessionBackend.Get(t.Context(), "idp:session:"+id)
 		lost := strings.Contains(logs.String(), "lost=1")
 		if back && (lost || !errors.Is(err, idp.ErrSessionNotFound)) {
 			t.Fatalf("closed with the store back: lost logged %v, session %v; want it deleted", lost, err)
@@ -225,7 +225,7 @@ func TestSessionStoreFailsAtSignOutDeletion(t *testing.T) {
 	}
 	// The minute only turns a deletion that never comes into a failure.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := sw.SessionBackend.Get(context.Background(), "idp:session:"+sessionCookieValue(saved)); errors.Is(err, idp.ErrSessionNotFound) {
+		if _, err := sw.SessionBackend.Get(t.Context(), "idp:session:"+sessionCookieValue(saved)); errors.Is(err, idp.ErrSessionNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -386,7 +386,7 @@ func TestSessionLogoutBodyToken(t *testing.T) {
 	verifier := oauth2.GenerateVerifier()
 	auth, _ := url.Parse(conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)))
 	cb, _ := url.Parse(e.authorize(t, auth))
-	tok, err := conf.Exchange(context.Background(), cb.Query().Get("code"), oauth2.VerifierOption(verifier))
+	tok, err := conf.Exchange(t.Context(), cb.Query().Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil || tok.RefreshToken == "" {
 		t.Fatalf("code flow: %v", err)
 	}
@@ -449,7 +449,7 @@ func TestSessionRefreshLateReader(t *testing.T) {
 func TestSessionRefreshLateReaderOtherReplica(t *testing.T) {
 	clk := new(testClock)
 	e := clockedSessionEnv(t, clk, 10*time.Minute, 4*time.Minute, idp.NewMemoryBackend(), nil)
-	replica, err := idp.New(context.Background(), e.p.Config())
+	replica, err := idp.New(t.Context(), e.p.Config())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func TestCookieDomainRefused(t *testing.T) {
 // without TEST_REDIS_URL (a failure when IDP_REQUIRE_REDIS is set).
 func redisBackend(t *testing.T) idp.SessionBackend {
 	u := testneed.RedisURL(t, "the Redis variant")
-	s, err := redisstore.Open(context.Background(), u, "idp-sso-test-"+time.Now().Format("150405.000000")+":")
+	s, err := redisstore.Open(t.Context(), u, "idp-sso-test-"+time.Now().Format("150405.000000")+":")
 	if err != nil {
 		t.Fatal(err)
 	}

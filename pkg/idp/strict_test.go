@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -70,7 +69,7 @@ func TestClaimNamesAreCaseSensitiveAndUnique(t *testing.T) {
 	// The exact spelling is the claim; another case is another (unread) name.
 	tok := s.sign(t, header, claimsJSON(srv, future,
 		`,"realm_access":{"roles":["reader"]},"REALM_ACCESS":{"roles":["admin"]},"Realm_Access":{"ROLES":["admin"]}`), nil)
-	tp, err := p.Verify(context.Background(), tok)
+	tp, err := p.Verify(t.Context(), tok)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -79,7 +78,7 @@ func TestClaimNamesAreCaseSensitiveAndUnique(t *testing.T) {
 	}
 	// Nested names too: "ROLES" is not "roles".
 	tok = s.sign(t, header, claimsJSON(srv, future, `,"realm_access":{"ROLES":["admin"]},"resource_access":{"shortener":{"Roles":["editor"]}}`), nil)
-	if tp, err = p.Verify(context.Background(), tok); err != nil || len(tp.RealmAccess.Roles) != 0 || len(tp.ResourceAccess["shortener"].Roles) != 0 {
+	if tp, err = p.Verify(t.Context(), tok); err != nil || len(tp.RealmAccess.Roles) != 0 || len(tp.ResourceAccess["shortener"].Roles) != 0 {
 		t.Fatalf("case-variant nested roles were read: %+v %v", tp, err)
 	}
 
@@ -97,7 +96,7 @@ func TestClaimNamesAreCaseSensitiveAndUnique(t *testing.T) {
 		"not an object":      {`["iss"]`, "malformed"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := p.Verify(context.Background(), s.sign(t, header, tc.payload, nil))
+			_, err := p.Verify(t.Context(), s.sign(t, header, tc.payload, nil))
 			if !errors.Is(err, idp.ErrInvalidToken) || !strings.Contains(idp.Reason(err), tc.reason) {
 				t.Fatalf("Verify = %v (reason %q), want invalid_token %q", err, idp.Reason(err), tc.reason)
 			}
@@ -105,7 +104,7 @@ func TestClaimNamesAreCaseSensitiveAndUnique(t *testing.T) {
 	}
 	t.Run("duplicate header parameter", func(t *testing.T) {
 		h := `{"alg":"RS256","kid":"` + s.kid + `","kid":"other"}`
-		_, err := p.Verify(context.Background(), s.sign(t, h, claimsJSON(srv, future, ""), nil))
+		_, err := p.Verify(t.Context(), s.sign(t, h, claimsJSON(srv, future, ""), nil))
 		if !errors.Is(err, idp.ErrInvalidToken) || !strings.Contains(idp.Reason(err), "duplicate header") {
 			t.Fatalf("Verify = %v", err)
 		}
@@ -121,7 +120,7 @@ func TestTokensMustBeCanonicalBase64url(t *testing.T) {
 	header := `{"alg":"RS256","kid":"` + s.kid + `"}`
 	payload := claimsJSON(srv, time.Now().Add(time.Hour), "")
 	good := s.sign(t, header, payload, nil)
-	if _, err := p.Verify(context.Background(), good); err != nil {
+	if _, err := p.Verify(t.Context(), good); err != nil {
 		t.Fatalf("canonical token: %v", err)
 	}
 	parts := strings.Split(good, ".")
@@ -152,7 +151,7 @@ func TestTokensMustBeCanonicalBase64url(t *testing.T) {
 		if v == good {
 			continue
 		}
-		if _, err := p.Verify(context.Background(), v); !errors.Is(err, idp.ErrInvalidToken) {
+		if _, err := p.Verify(t.Context(), v); !errors.Is(err, idp.ErrInvalidToken) {
 			t.Errorf("non-canonical form %q accepted (err %v)", v[len(v)-12:], err)
 		}
 	}

@@ -20,7 +20,10 @@ type tokenTimes struct {
 // checkTimes applies rules to c at now with Config.Leeway: exp not
 // passed, nbf reached, iat not in the future and, with maxAge, not older.
 func (p *Plugin) checkTimes(c *token.Claims, now time.Time, rules tokenTimes) error {
-	leeway := max(p.cfg.Leeway, 0) // negative: none
+	leeway := p.cfg.Leeway
+	if p.cfg.NoLeeway {
+		leeway = 0
+	}
 	switch {
 	case rules.needExp && !c.HasExp:
 		return invalid("missing required claim exp", nil)

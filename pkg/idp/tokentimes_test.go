@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -69,7 +68,7 @@ func TestVerifyNumericDatesWithoutOverflow(t *testing.T) {
 			for k, v := range c.claims {
 				claims[k] = v
 			}
-			id, err := p.Verify(context.Background(), srv.Mint(claims))
+			id, err := p.Verify(t.Context(), srv.Mint(claims))
 			if c.reason == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -96,11 +95,11 @@ func TestCacheFarFutureExp(t *testing.T) {
 			claims := srv.UserClaims(clientID, "alice")
 			claims["exp"] = exp
 			tok := srv.Mint(claims)
-			first, err := p.Verify(context.Background(), tok)
+			first, err := p.Verify(t.Context(), tok)
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := p.Verify(context.Background(), tok)
+			again, err := p.Verify(t.Context(), tok)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -179,13 +179,13 @@ func TestTrustedIssuerDiscoveryRefused(t *testing.T) {
 	b := idptest.NewServer(t, idptest.Options{PlainIssuer: true, Discovery: func(doc map[string]any) {
 		doc["issuer"] = "https://evil.example"
 	}})
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: a.URL, Realm: a.Realm, ClientID: clientID,
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: a.URL, Realm: a.Realm, ClientID: clientID,
 		Issuers: []idp.TrustedIssuer{{Name: "ci", IssuerURL: b.Issuer, Audiences: []string{ciAudience}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	err = p.Refresh(ctx)
 	if !errors.Is(err, idp.ErrDiscovery) || !strings.Contains(err.Error(), "issuer ci") || !strings.Contains(err.Error(), "evil.example") {
@@ -281,8 +281,8 @@ func TestTrustedIssuersConfig(t *testing.T) {
 	c0 := base()
 	c0.Issuers = []idp.TrustedIssuer{ok, {Name: "k8s", IssuerURL: "https://k8s.example"}}
 	var ice *idp.IssuerConfigError
-	if err := c0.Validate(); !errors.As(err, &ice) || ice.Index != 1 || ice.Field != "audiences" {
-		t.Errorf("Validate = %v, want an IssuerConfigError of issuers[1].audiences", err)
+	if err := c0.Validate(); !errors.As(err, &ice) || ice.Index != 1 || ice.Field != "Audiences" {
+		t.Errorf("Validate = %v, want an IssuerConfigError of Issuers[1].Audiences", err)
 	}
 	// Defaults: the primary's name, and the issuer's from the Config.
 	c := base()

@@ -1,7 +1,6 @@
 package idp_test
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/hmac"
@@ -41,7 +40,7 @@ func TestVerifyAcceptsKeycloakTokens(t *testing.T) {
 		claims := srv.UserClaims(clientID, "alice", "creator")
 		claims["resource_access"] = map[string]any{clientID: map[string]any{"roles": []any{"editor"}}}
 		tok := srv.MintWith(idptest.MintOptions{Alg: alg}, claims)
-		tp, err := p.Verify(context.Background(), tok)
+		tp, err := p.Verify(t.Context(), tok)
 		if err != nil {
 			t.Fatalf("%s: Verify: %v", alg, err)
 		}
@@ -70,7 +69,7 @@ func TestVerifyAccessTokensWithNonce(t *testing.T) {
 			merge(good, map[string]any{"typ": nil, "nonce": "n-1"})),
 		"no typ, no ID-token claims": srv.Mint(merge(good, map[string]any{"typ": nil})),
 	} {
-		if _, err := p.Verify(context.Background(), tok); err != nil {
+		if _, err := p.Verify(t.Context(), tok); err != nil {
 			t.Errorf("%s: Verify = %v", name, err)
 		}
 	}
@@ -157,7 +156,7 @@ func TestVerifyRejectsAttacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := p.Verify(context.Background(), tt.token)
+			_, err := p.Verify(t.Context(), tt.token)
 			if !errors.Is(err, idp.ErrInvalidToken) {
 				t.Fatalf("Verify = %v, want ErrInvalidToken", err)
 			}
@@ -215,7 +214,7 @@ func TestAudienceMatrix(t *testing.T) {
 				p    *idp.Plugin
 				want bool
 			}{{"plain", plain, tt.plain}, {"optional", withOptional, tt.opt}, {"audience", withAudience, tt.audConfig}} {
-				_, err := c.p.Verify(context.Background(), tok)
+				_, err := c.p.Verify(t.Context(), tok)
 				if got := err == nil; got != c.want {
 					t.Errorf("%s plugin: accepted=%v want %v (err %v)", c.name, got, c.want, err)
 				}
@@ -229,10 +228,10 @@ func TestVerifyLeeway(t *testing.T) {
 	strict := newPlugin(t, srv, func(c *idp.Config) { c.Leeway = -1 })
 	lenient := newPlugin(t, srv, func(c *idp.Config) { c.Leeway = time.Minute })
 	tok := srv.Mint(map[string]any{"aud": clientID, "exp": time.Now().Add(-5 * time.Second).Unix()})
-	if _, err := strict.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := strict.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("strict: %v", err)
 	}
-	if _, err := lenient.Verify(context.Background(), tok); err != nil {
+	if _, err := lenient.Verify(t.Context(), tok); err != nil {
 		t.Fatalf("lenient: %v", err)
 	}
 }
@@ -248,7 +247,7 @@ func TestVerifyNoLeewaySurvivesConfig(t *testing.T) {
 	}
 	again := newPlugin(t, srv, func(c *idp.Config) { *c = strict.Config() })
 	tok := srv.Mint(map[string]any{"aud": clientID, "exp": time.Now().Add(-5 * time.Second).Unix()})
-	if _, err := again.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := again.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("a token expired 5 s ago passed a plugin made from a no-leeway Config: %v", err)
 	}
 }
@@ -257,7 +256,7 @@ func TestVerifyTokenWithoutKID(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil)
 	tok := srv.MintWith(idptest.MintOptions{KID: "-"}, map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); err != nil {
+	if _, err := p.Verify(t.Context(), tok); err != nil {
 		t.Fatalf("Verify without kid: %v", err)
 	}
 }
@@ -266,7 +265,7 @@ func TestVerifyRejectsAlgorithmNotConfigured(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil) // RS256 only
 	tok := srv.MintWith(idptest.MintOptions{Alg: "ES256"}, map[string]any{"aud": clientID})
-	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("ES256 accepted with Algorithms=[RS256]: %v", err)
 	}
 }
@@ -274,7 +273,7 @@ func TestVerifyRejectsAlgorithmNotConfigured(t *testing.T) {
 func TestVerifyEmptyToken(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, nil)
-	if _, err := p.Verify(context.Background(), ""); !errors.Is(err, idp.ErrNoToken) {
+	if _, err := p.Verify(t.Context(), ""); !errors.Is(err, idp.ErrNoToken) {
 		t.Fatalf("Verify(\"\") = %v, want ErrNoToken", err)
 	}
 }
@@ -285,17 +284,17 @@ func TestVerifiedCacheNeverPastExp(t *testing.T) {
 	clock := func() time.Time { return now }
 	p := newPlugin(t, srv, func(c *idp.Config) { c.Now = func() time.Time { return clock() }; c.Leeway = -1 })
 	tok := srv.Mint(map[string]any{"aud": clientID, "iat": now.Add(-time.Second).Unix(), "exp": now.Add(30 * time.Second).Unix()})
-	if _, err := p.Verify(context.Background(), tok); err != nil {
+	if _, err := p.Verify(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
 	if n := p.Stats().CachedTokens; n != 1 {
 		t.Fatalf("cached tokens = %d, want 1", n)
 	}
-	if _, err := p.Verify(context.Background(), tok); err != nil {
+	if _, err := p.Verify(t.Context(), tok); err != nil {
 		t.Fatalf("cache hit failed: %v", err)
 	}
 	clock = func() time.Time { return now.Add(31 * time.Second) }
-	if _, err := p.Verify(context.Background(), tok); !errors.Is(err, idp.ErrInvalidToken) {
+	if _, err := p.Verify(t.Context(), tok); !errors.Is(err, idp.ErrInvalidToken) {
 		t.Fatalf("expired token served from cache: %v", err)
 	}
 }
@@ -304,7 +303,7 @@ func TestVerifiedCacheBounded(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, func(c *idp.Config) { c.VerifiedCacheSize = 64 })
 	for i := 0; i < 300; i++ {
-		if _, err := p.Verify(context.Background(), srv.Mint(map[string]any{"aud": clientID})); err != nil {
+		if _, err := p.Verify(t.Context(), srv.Mint(map[string]any{"aud": clientID})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -317,7 +316,7 @@ func TestVerifiedCacheBounded(t *testing.T) {
 // a caller asked for it: our config validation forbids it first.
 func TestNoneNeverConfigurable(t *testing.T) {
 	for _, alg := range []string{"none", "None", "NONE", jwt.SigningMethodNone.Alg()} {
-		_, err := idp.New(context.Background(), idp.Config{ServerURL: "http://x", Realm: "r", ClientID: "c", Algorithms: []string{alg}})
+		_, err := idp.New(t.Context(), idp.Config{ServerURL: "http://x", Realm: "r", ClientID: "c", Algorithms: []string{alg}})
 		if err == nil {
 			t.Fatalf("algorithm %q accepted", alg)
 		}
@@ -376,13 +375,13 @@ func TestVerifyJWKOwnAlg(t *testing.T) {
 	srv := idptest.NewServer(t)
 	p := newPlugin(t, srv, func(c *idp.Config) { c.Algorithms = []string{"RS256", "RS384", "PS256"} })
 	good := srv.UserClaims(clientID, "alice", "creator")
-	if _, err := p.Verify(context.Background(), srv.Mint(good)); err != nil {
+	if _, err := p.Verify(t.Context(), srv.Mint(good)); err != nil {
 		t.Fatalf("RS256 token: %v", err)
 	}
 	for _, alg := range []string{"RS384", "PS256"} {
 		tok := srv.MintWith(idptest.MintOptions{Header: map[string]any{"alg": alg}}, good)
 		for range 2 { // the second is not served from a cache
-			_, err := p.Verify(context.Background(), tok)
+			_, err := p.Verify(t.Context(), tok)
 			if !errors.Is(err, idp.ErrInvalidToken) || !strings.Contains(idp.Reason(err), "algorithm does not match") {
 				t.Fatalf("%s header on the RS256 JWK: %v (reason %q)", alg, err, idp.Reason(err))
 			}

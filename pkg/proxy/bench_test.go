@@ -138,7 +138,7 @@ func BenchmarkProxy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(b.Context()); err != nil {
 		b.Fatal(err)
 	}
 	token := "Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
@@ -206,7 +206,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(b.Context()); err != nil {
 		b.Fatal(err)
 	}
 	// The same proxy tracing every request (three spans), batched to an
@@ -218,7 +218,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := traced.Plugin().WaitReady(context.Background()); err != nil {
+	if err := traced.Plugin().WaitReady(b.Context()); err != nil {
 		b.Fatal(err)
 	}
 	// The same proxy with the other credential modes: a repeated token
@@ -233,7 +233,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := mp.Plugin().WaitReady(context.Background()); err != nil {
+		if err := mp.Plugin().WaitReady(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		modes[mode] = mp

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -112,7 +111,7 @@ func TestClaimRulesAndClaimHeaders(t *testing.T) {
 			if strings.Contains(body, "t1") || strings.Contains(body, "alice") {
 				t.Errorf("the body leaks token content: %s", body)
 			}
-			d, err := p.Decide(context.Background(), "GET", tc.path, tc.token)
+			d, err := p.Decide(t.Context(), "GET", tc.path, tc.token)
 			wantStatus := tc.status
 			if wantStatus == 200 {
 				wantStatus = 0 // forwarded
@@ -188,11 +187,11 @@ func TestClaimRulesAndHeadersRefusedAtLoad(t *testing.T) {
 		}, "want a string, bool or number"},
 		{"public with claims", func(c *testSetup) {
 			c.Routes = []RouteConfig{{Match: "/x/", Public: true, Claims: map[string][]any{"tid": {"x"}}}}
-		}, "public excludes"},
+		}, "Public excludes"},
 		{"bad domain", func(c *testSetup) { c.Routes = []RouteConfig{{Match: "/x/", EmailDomains: []string{"*.example.com"}}} }, "no wildcards"},
 		{"hop-by-hop header", func(c *testSetup) { c.Headers.Claims = map[string]string{"Transfer-Encoding": "tid"} }, "hop-by-hop"},
 		{"proxy's own header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x_request_id": "tid"} }, "set by the proxy"},
-		{"identity header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x-auth-request-user": "tid"} }, "same header as headers.user"},
+		{"identity header", func(c *testSetup) { c.Headers.Claims = map[string]string{"x-auth-request-user": "tid"} }, "same header as Headers.User"},
 		{"content-length", func(c *testSetup) { c.Headers.Claims = map[string]string{"Content-Length": "tid"} }, "frames"},
 		{"two spellings", func(c *testSetup) { c.Headers.Claims = map[string]string{"X-Tenant": "tid", "x_tenant": "tid"} }, "same header"},
 		{"bad header name", func(c *testSetup) { c.Headers.Claims = map[string]string{"X Tenant": "tid"} }, "not a valid header name"},
@@ -249,7 +248,7 @@ func TestDuplicateClaimIsInvalidToken(t *testing.T) {
 			if w.Code != http.StatusUnauthorized || w.Header().Get("X-Auth-Request-Oid") != "" {
 				t.Fatalf("forward-auth verdict %d (oid %q), want 401", w.Code, w.Header().Get("X-Auth-Request-Oid"))
 			}
-			if d, err := p.Decide(context.Background(), "GET", tc.path, tc.token); err != nil || d.Status != http.StatusUnauthorized {
+			if d, err := p.Decide(t.Context(), "GET", tc.path, tc.token); err != nil || d.Status != http.StatusUnauthorized {
 				t.Fatalf("Decide = %+v, %v; want 401", d, err)
 			}
 		})

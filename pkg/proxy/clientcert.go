@@ -90,35 +90,37 @@ func (cc *clientCerts) parse(value string) (*x509.Certificate, error) {
 func compileClientCerts(c ClientCertConfig) (*clientCerts, error) {
 	if c.Header == "" {
 		if c.Format != "" || len(c.TrustedCIDRs) > 0 {
-			return nil, keyErrorf(keys("client_cert.header", "client_cert.format", "client_cert.trusted_cidrs"), "client_cert.format and client_cert.trusted_cidrs need client_cert.header")
+			return nil, fieldErrorf(fields("ClientCert.Header", "ClientCert.Format", "ClientCert.TrustedCIDRs"), "%s and %s need %s",
+				named("ClientCert.Format"), named("ClientCert.TrustedCIDRs"), named("ClientCert.Header"))
 		}
 		return nil, nil
 	}
 	var errs []error
 	if !isToken(c.Header) {
-		errs = append(errs, keyErrorf(keys("client_cert.header"), "client_cert.header %q is not a header name", c.Header))
+		errs = append(errs, fieldErrorf(fields("ClientCert.Header"), "%s %q is not a header name", named("ClientCert.Header"), c.Header))
 	}
 	cc := &clientCerts{header: http.CanonicalHeaderKey(c.Header), parsed: map[string]*x509.Certificate{}}
 	switch {
 	case c.Format == "":
-		errs = append(errs, missingKeyf(keys("client_cert.format"), "client_cert.format is required with client_cert.header: xfcc (Envoy), pem (nginx $ssl_client_escaped_cert) or der (Traefik, Caddy)"))
+		errs = append(errs, missingFieldf(fields("ClientCert.Format"), "%s is required with %s: xfcc (Envoy), pem (nginx $ssl_client_escaped_cert) or der (Traefik, Caddy)",
+			named("ClientCert.Format"), named("ClientCert.Header")))
 	default:
 		f, err := clientcert.ParseFormat(c.Format)
 		if err != nil {
-			errs = append(errs, keyErrorf(keys("client_cert.format"), "client_cert.format %q: want xfcc (Envoy), pem (nginx $ssl_client_escaped_cert) or der (Traefik, Caddy)", c.Format))
+			errs = append(errs, fieldErrorf(fields("ClientCert.Format"), "%s %q: want xfcc (Envoy), pem (nginx $ssl_client_escaped_cert) or der (Traefik, Caddy)", named("ClientCert.Format"), c.Format))
 		}
 		cc.format = f
 	}
 	for _, s := range c.TrustedCIDRs {
 		p, err := parsePrefix(s)
 		if err != nil {
-			errs = append(errs, keyErrorf(keys("client_cert.trusted_cidrs"), "client_cert.trusted_cidrs: %q is not a CIDR (10.0.0.0/8) or an address", s))
+			errs = append(errs, fieldErrorf(fields("ClientCert.TrustedCIDRs"), "%s: %q is not a CIDR (10.0.0.0/8) or an address", named("ClientCert.TrustedCIDRs"), s))
 			continue
 		}
 		cc.trusted = append(cc.trusted, p)
 	}
 	if reserved := certHeaderConflict(cc.header); reserved != "" {
-		errs = append(errs, keyErrorf(keys("client_cert.header"), "client_cert.header %q is %s", c.Header, reserved))
+		errs = append(errs, fieldErrorf(fields("ClientCert.Header"), "%s %q is %s", named("ClientCert.Header"), c.Header, reserved))
 	}
 	return cc, errors.Join(errs...)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 )
 
 // ClientCertRule is a rule's clause on the client certificate
@@ -64,10 +66,17 @@ func compileCertRule(i int, rc RouteConfig) (*certRule, string, error) {
 	if c == nil {
 		return nil, "", nil
 	}
-	key := fmt.Sprintf("routes[%d].client_cert", i)
-	name := fmt.Sprintf("routes[%d] %q", i, rc.Match)
+	route := fmt.Sprintf("Routes[%d]", i)
+	// its names a field of the rule by its last element.
+	its := func(field string) fielderr.Ref { return leaf("%s", route+field) }
+	// bad reports a problem of the clause's field k (".Token"), naming the
+	// rule and the field: Routes[0] "/x": ClientCert.Token: ...
 	bad := func(k, format string, args ...any) (*certRule, string, error) {
-		return nil, "", keyErrorf(keys(key+k), "%s: client_cert"+k+": "+format, append([]any{name}, args...)...)
+		field := route + ".ClientCert" + k
+		if k == "" {
+			return nil, "", fieldErrorf(fields(field), "%s %q: "+format, append([]any{named("%s", route), rc.Match}, args...)...)
+		}
+		return nil, "", fieldErrorf(fields(field), "%s %q: %s.%s: "+format, append([]any{named("%s", route), rc.Match, its(".ClientCert"), its(".ClientCert" + k)}, args...)...)
 	}
 	cr := &certRule{}
 	switch strings.ToLower(c.Token) {
@@ -75,20 +84,21 @@ func compileCertRule(i int, rc RouteConfig) (*certRule, string, error) {
 	case CertTokenOptional:
 		cr.tokenOptional = true
 	default:
-		return bad(".token", "%q: want required or optional", c.Token)
+		return bad(".Token", "%q: want required or optional", c.Token)
 	}
 	if rc.Public {
-		return bad("", "public excludes client_cert (use client_cert.token: optional to admit by certificate alone)")
+		return bad("", "%s excludes %s (use %s.%s: optional to admit by certificate alone)", its(".Public"), its(".ClientCert"), its(".ClientCert"), its(".ClientCert.Token"))
 	}
 	if cr.tokenOptional && (len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0 || len(rc.Issuers) > 0) {
-		return bad(".token", "optional admits by certificate alone and excludes roles, client_roles, scopes, groups, claims, email_domains and issuers (they need a token: token: required)")
+		return bad(".Token", "optional admits by certificate alone and excludes %s, %s, %s, %s, %s, %s and %s (they need a token: %s: required)",
+			its(".Roles"), its(".ClientRoles"), its(".Scopes"), its(".Groups"), its(".Claims"), its(".EmailDomains"), its(".Issuers"), its(".ClientCert.Token"))
 	}
 	var descs []string
 	if c.Subject != "" {
 		s, err := normalizeDN(c.Subject)
 		if err != nil {
-			return bad(".subject", "%q: %v", c.Subject, err)
+			return bad(".Subject", "%q: %v", c.Subject, err)
 		}
 		cr.subject = s
 		descs = append(descs, "subject "+s)
@@ -96,20 +106,20 @@ func compileCertRule(i int, rc RouteConfig) (*certRule, string, error) {
 	for _, d := range c.DNS {
 		rest := strings.TrimPrefix(d, "*.")
 		if rest == "" || strings.ContainsAny(rest, "* ") || strings.HasPrefix(rest, ".") || strings.HasSuffix(rest, ".") {
-			return bad(".dns", "%q: want a DNS name, or *. and a DNS name", d)
+			return bad(".DNS", "%q: want a DNS name, or *. and a DNS name", d)
 		}
 		cr.dns = append(cr.dns, strings.ToLower(d))
 	}
 	for _, u := range c.URI {
 		if u == "" || strings.Contains(strings.TrimSuffix(u, "*"), "*") || !strings.Contains(u, ":") {
-			return bad(".uri", "%q: want a URI (scheme:...), optionally ending in *", u)
+			return bad(".URI", "%q: want a URI (scheme:...), optionally ending in *", u)
 		}
 		cr.uri = append(cr.uri, u)
 	}
 	for _, e := range c.Email {
 		local, domain, ok := strings.Cut(e, "@")
 		if !ok || local == "" || domain == "" || strings.Contains(domain, "@") || strings.Contains(domain, "*") || strings.Contains(local, "*") && local != "*" {
-			return bad(".email", "%q: want an address, or *@ and a domain", e)
+			return bad(".Email", "%q: want an address, or *@ and a domain", e)
 		}
 		cr.email = append(cr.email, strings.ToLower(e))
 	}

@@ -154,13 +154,13 @@ func TestCertRuleConfigErrors(t *testing.T) {
 		rc   RouteConfig
 		want string
 	}{
-		{RouteConfig{Match: "/a", Public: true, ClientCert: &ClientCertRule{}}, "public excludes client_cert"},
+		{RouteConfig{Match: "/a", Public: true, ClientCert: &ClientCertRule{}}, "Public excludes ClientCert"},
 		{RouteConfig{Match: "/a", Roles: []string{"x"}, ClientCert: &ClientCertRule{Token: "optional"}}, "optional admits by certificate alone"},
 		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{Token: "maybe"}}, `"maybe": want required or optional`},
-		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{Subject: "nonsense"}}, "client_cert.subject"},
-		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{DNS: []string{"a.*.org"}}}, "client_cert.dns"},
-		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{URI: []string{"spiffe://*/x"}}}, "client_cert.uri"},
-		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{Email: []string{"a*@x.org"}}}, "client_cert.email"},
+		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{Subject: "nonsense"}}, "ClientCert.Subject"},
+		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{DNS: []string{"a.*.org"}}}, "ClientCert.DNS"},
+		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{URI: []string{"spiffe://*/x"}}}, "ClientCert.URI"},
+		{RouteConfig{Match: "/a", ClientCert: &ClientCertRule{Email: []string{"a*@x.org"}}}, "ClientCert.Email"},
 	} {
 		_, err := compileRules([]RouteConfig{tc.rc}, PolicyAuthenticated, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -171,12 +171,12 @@ func TestCertRuleConfigErrors(t *testing.T) {
 		c    ClientCertConfig
 		want string
 	}{
-		{ClientCertConfig{Format: "pem"}, "need client_cert.header"},
-		{ClientCertConfig{Header: "ssl-client-cert"}, "client_cert.format is required"},
-		{ClientCertConfig{Header: "ssl-client-cert", Format: "base64"}, `client_cert.format "base64"`},
+		{ClientCertConfig{Format: "pem"}, "need ClientCert.Header"},
+		{ClientCertConfig{Header: "ssl-client-cert"}, "ClientCert.Format is required"},
+		{ClientCertConfig{Header: "ssl-client-cert", Format: "base64"}, `ClientCert.Format "base64"`},
 		{ClientCertConfig{Header: "bad header", Format: "pem"}, "not a header name"},
 		{ClientCertConfig{Header: "Authorization", Format: "pem"}, "another purpose"},
-		{ClientCertConfig{Header: "x", Format: "pem", TrustedCIDRs: []string{"10.0.0.0/33"}}, "client_cert.trusted_cidrs"},
+		{ClientCertConfig{Header: "x", Format: "pem", TrustedCIDRs: []string{"10.0.0.0/33"}}, "ClientCert.TrustedCIDRs"},
 	} {
 		if _, err := compileClientCerts(tc.c); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.c, err, tc.want)

@@ -35,7 +35,7 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	errs = append(errs, cfg.needsClientSecret(ic.ClientSecret)...)
 	for _, p := range ic.ExcludedPaths {
 		if reason := checkPath(p); reason != "" {
-			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "idp.excluded_paths: %q: %s", p, reason))
+			errs = append(errs, fieldErrorf(fields("IDP.ExcludedPaths"), "%s: %q: %s", named("IDP.ExcludedPaths"), p, reason))
 		}
 	}
 	errs = append(errs, checkMethods(cfg.Routes, cfg.ExtensionMethods)...)
@@ -51,19 +51,19 @@ func compile(cfg Config, ic idp.Config) (*compiled, error) {
 	if ic.IncludeRoutes {
 		authPrefix = ic.AuthPrefix
 		if reason := checkPath(authPrefix); reason != "" {
-			errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "idp.auth_prefix %q: %s", authPrefix, reason))
+			errs = append(errs, fieldErrorf(fields("IDP.AuthPrefix"), "%s %q: %s", named("IDP.AuthPrefix"), authPrefix, reason))
 		} else if authPrefix == "/" {
-			errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "idp.auth_prefix must not be \"/\" when include_routes is true: it would hide the upstream"))
+			errs = append(errs, fieldErrorf(fields("IDP.AuthPrefix"), "%s must not be \"/\" when %s is true: it would hide the upstream", named("IDP.AuthPrefix"), leaf("IDP.IncludeRoutes")))
 		}
 		for i, rc := range cfg.Routes {
 			if p := patternPath(rc.Match); urlpath.Under(p, authPrefix) {
-				errs = append(errs, keyErrorf(keys("idp.auth_prefix"), "routes[%d] %q lies under idp.auth_prefix %q, which the /auth routes serve (include_routes): it would never apply",
-					i, rc.Match, authPrefix))
+				errs = append(errs, fieldErrorf(fields("IDP.AuthPrefix"), "%s %q lies under %s %q, which the /auth routes serve (%s): it would never apply",
+					named("Routes[%d]", i), rc.Match, named("IDP.AuthPrefix"), authPrefix, leaf("IDP.IncludeRoutes")))
 			}
 		}
 		for _, e := range ic.ExcludedPaths {
 			if urlpath.Under(e, authPrefix) {
-				errs = append(errs, keyErrorf(keys("idp.excluded_paths", "idp.auth_prefix"), "idp.excluded_paths: %q lies under idp.auth_prefix %q, which the /auth routes serve", e, authPrefix))
+				errs = append(errs, fieldErrorf(fields("IDP.ExcludedPaths", "IDP.AuthPrefix"), "%s: %q lies under %s %q, which the /auth routes serve", named("IDP.ExcludedPaths"), e, named("IDP.AuthPrefix"), authPrefix))
 			}
 		}
 	}

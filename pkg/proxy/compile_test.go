@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ func TestCompileThenNewCompiled(t *testing.T) {
 	if !strings.Contains(table, "POST /shorten") {
 		t.Fatalf("the rule table lacks a rule:\n%s", table)
 	}
-	plugin, err := idp.New(context.Background(), s.IDP)
+	plugin, err := idp.New(t.Context(), s.IDP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestCompileThenNewCompiled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewCompiled(plugin, c2, Options{}); err == nil || !strings.Contains(err.Error(), "excluded_paths") {
+	if _, err := NewCompiled(plugin, c2, Options{}); err == nil || !strings.Contains(err.Error(), "ExcludedPaths") {
 		t.Errorf("a plugin of another configuration: %v", err)
 	}
 }
@@ -58,9 +57,9 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 	got := map[string]bool{}
 	var walk func(error)
 	walk = func(err error) {
-		var ke *KeyError
+		var ke *FieldError
 		if errors.As(err, &ke) {
-			got[ke.Key] = true
+			got[ke.Field] = true
 			for _, k := range ke.Also {
 				got[k] = true
 			}
@@ -72,9 +71,9 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 		}
 	}
 	walk(err)
-	for _, k := range []string{"upstream.url", "headers.email", "headers.user"} {
+	for _, k := range []string{"Upstream.URL", "Headers.Email", "Headers.User"} {
 		if !got[k] {
-			t.Errorf("no *KeyError for %s in %v (found %v)", k, err, got)
+			t.Errorf("no *FieldError for %s in %v (found %v)", k, err, got)
 		}
 	}
 }

@@ -287,33 +287,34 @@ func (c Config) withDefaults() Config {
 }
 
 // validate reports the problems of c that the rule compiler does not see.
-// Every error is prefixed "proxy: " and names its key.
+// Every error is a *FieldError.
 func (c Config) validate() error {
 	var errs []error
 	bad := func(k []string, format string, args ...any) {
-		errs = append(errs, keyErrorf(k, format, args...))
+		errs = append(errs, fieldErrorf(k, format, args...))
 	}
 	if c.Upstream.URL == "" && len(c.Upstreams) == 0 {
 		if !c.ForwardAuth.Enabled {
-			errs = append(errs, missingKeyf(keys("upstream.url", "forward_auth.enabled"), "upstream.url is required (or upstreams: several apps; or forward_auth.enabled: forward-auth only)"))
+			errs = append(errs, missingFieldf(fields("Upstream.URL", "ForwardAuth.Enabled"), "%s is required (or %s: several apps; or %s: forward-auth only)",
+				named("Upstream.URL"), named("Upstreams"), named("ForwardAuth.Enabled")))
 		}
 	}
-	errs = append(errs, c.Upstream.validate("upstream.")...)
+	errs = append(errs, c.Upstream.validate("Upstream.")...)
 	switch c.DefaultPolicy {
 	case PolicyAuthenticated, PolicyDeny:
 	default:
-		bad(keys("default_policy"), "default_policy %q: want authenticated or deny", c.DefaultPolicy)
+		bad(fields("DefaultPolicy"), "%s %q: want authenticated or deny", named("DefaultPolicy"), c.DefaultPolicy)
 	}
-	errs = append(errs, c.Headers.validate()...)
-	if err := checkCredential("upstream.credential", c.Upstream.Credential); err != nil {
+	errs = append(errs, c.Headers.validate("Headers")...)
+	if err := checkCredential("Upstream.Credential", c.Upstream.Credential); err != nil {
 		errs = append(errs, err)
 	}
 	if len(c.Upstreams) == 0 {
-		errs = append(errs, checkTarget("upstream.", c.Upstream)...)
+		errs = append(errs, checkTarget("Upstream.", c.Upstream)...)
 	}
 	errs = append(errs, c.Assertion.validate(c.usesAssertion())...)
 	if c.assertionOptional() && c.Assertion.IssuerURL != "" && c.Assertion.KeyFile != "" && foldName(c.Assertion.Header) == "authorization" {
-		bad(keys("assertion.header"), "assertion.header Authorization: an upstream's credential (exchange or client_credentials) sends its token there; choose another header")
+		bad(fields("Assertion.Header"), "%s Authorization: an upstream's credential (exchange or client_credentials) sends its token there; choose another header", named("Assertion.Header"))
 	}
 	return errors.Join(errs...)
 }
@@ -356,26 +357,26 @@ func (c Config) usesAssertion() bool {
 	return false
 }
 
-// validate reports the problems of an upstream's settings, their keys
-// prefixed with prefix ("upstream.", "upstreams[2].").
+// validate reports the problems of an upstream's settings, their Go
+// paths prefixed with prefix ("Upstream.", "Upstreams[2].").
 func (u UpstreamConfig) validate(prefix string) []error {
 	var errs []error
 	bad := func(k []string, format string, args ...any) {
-		errs = append(errs, keyErrorf(k, format, args...))
+		errs = append(errs, fieldErrorf(k, format, args...))
 	}
 	// Whether a URL is required is the caller's to say.
 	if u.URL == "" {
 		return append(errs, u.validateTransport(prefix)...)
 	}
 	if pu, err := url.Parse(u.URL); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || pu.User != nil || pu.RawQuery != "" || pu.Fragment != "" {
-		bad(keys(prefix+"url"), "%surl %q: want http(s)://host[:port][/path], without user info, query or fragment", prefix, u.URL)
+		bad(fields(prefix+"URL"), "%s %q: want http(s)://host[:port][/path], without user info, query or fragment", named(prefix+"URL"), u.URL)
 	} else if u.Protocol == ProtocolH2 && pu.Scheme != "https" {
-		bad(keys(prefix+"protocol", prefix+"url"), "%sprotocol h2 is HTTP/2 over TLS and needs an https url (HTTP/2 without TLS is h2c), got %q", prefix, u.URL)
+		bad(fields(prefix+"Protocol", prefix+"URL"), "%s h2 is HTTP/2 over TLS and needs an https %s (HTTP/2 without TLS is h2c), got %q", named(prefix+"Protocol"), leaf(prefix+"URL"), u.URL)
 	} else if u.Protocol == ProtocolH2C && pu.Scheme != "http" {
-		bad(keys(prefix+"protocol", prefix+"url"), "%sprotocol h2c is HTTP/2 without TLS and needs an http url (over TLS it is h2), got %q", prefix, u.URL)
+		bad(fields(prefix+"Protocol", prefix+"URL"), "%s h2c is HTTP/2 without TLS and needs an http %s (over TLS it is h2), got %q", named(prefix+"Protocol"), leaf(prefix+"URL"), u.URL)
 	} else if p := pu.Port(); p != "" || strings.HasSuffix(pu.Host, ":") {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			bad(keys(prefix+"url"), "%surl %q: port %q is not a TCP port (1-65535)", prefix, u.URL, p)
+			bad(fields(prefix+"URL"), "%s %q: port %q is not a TCP port (1-65535)", named(prefix+"URL"), u.URL, p)
 		}
 	}
 	return append(errs, u.validateTransport(prefix)...)
@@ -386,27 +387,27 @@ func (u UpstreamConfig) validate(prefix string) []error {
 func (u UpstreamConfig) validateTransport(prefix string) []error {
 	var errs []error
 	bad := func(k []string, format string, args ...any) {
-		errs = append(errs, keyErrorf(k, format, args...))
+		errs = append(errs, fieldErrorf(k, format, args...))
 	}
 	if u.Timeout < 0 {
-		bad(keys(prefix+"timeout"), "%stimeout must not be negative, got %s", prefix, u.Timeout)
+		bad(fields(prefix+"Timeout"), "%s must not be negative, got %s", named(prefix+"Timeout"), u.Timeout)
 	}
 	if u.MaxIdleConnsPerHost < 0 {
-		bad(keys(prefix+"max_idle_conns_per_host"), "%smax_idle_conns_per_host must not be negative, got %d", prefix, u.MaxIdleConnsPerHost)
+		bad(fields(prefix+"MaxIdleConnsPerHost"), "%s must not be negative, got %d", named(prefix+"MaxIdleConnsPerHost"), u.MaxIdleConnsPerHost)
 	}
 	if u.IdleTimeout < 0 {
-		bad(keys(prefix+"idle_timeout"), "%sidle_timeout must not be negative, got %s", prefix, u.IdleTimeout)
+		bad(fields(prefix+"IdleTimeout"), "%s must not be negative, got %s", named(prefix+"IdleTimeout"), u.IdleTimeout)
 	}
 	if u.StreamTimeout < 0 {
-		bad(keys(prefix+"stream_timeout"), "%sstream_timeout must not be negative, got %s", prefix, u.StreamTimeout)
+		bad(fields(prefix+"StreamTimeout"), "%s must not be negative, got %s", named(prefix+"StreamTimeout"), u.StreamTimeout)
 	}
 	switch u.Protocol {
 	case "", ProtocolAuto, ProtocolHTTP1, ProtocolH2, ProtocolH2C:
 	default:
-		bad(keys(prefix+"protocol"), "%sprotocol %q: want auto, http1, h2 (HTTP/2 over TLS) or h2c (HTTP/2 without TLS)", prefix, u.Protocol)
+		bad(fields(prefix+"Protocol"), "%s %q: want auto, http1, h2 (HTTP/2 over TLS) or h2c (HTTP/2 without TLS)", named(prefix+"Protocol"), u.Protocol)
 	}
 	if (u.ClientCertFile == "") != (u.ClientKeyFile == "") {
-		bad(keys(prefix+"client_cert_file", prefix+"client_key_file"), "%sclient_cert_file and %sclient_key_file go together: set both or neither", prefix, prefix)
+		bad(fields(prefix+"ClientCertFile", prefix+"ClientKeyFile"), "%s and %s go together: set both or neither", named(prefix+"ClientCertFile"), named(prefix+"ClientKeyFile"))
 	}
 	return errs
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
+
 	"github.com/idp-proxy/idp-proxy/internal/problem"
 )
 
@@ -112,10 +114,16 @@ func compileCORS(i int, pattern string, c CORSConfig) (*corsPolicy, error) {
 	if !c.set() {
 		return nil, nil
 	}
-	key := func(k string) []string { return keys(fmt.Sprintf("routes[%d].cors.%s", i, k)) }
-	name := fmt.Sprintf("routes[%d] %q: cors", i, pattern)
+	field := func(k string) string { return fmt.Sprintf("Routes[%d].CORS.%s", i, k) }
+	ref := func(k string) fielderr.Ref { return leaf("%s", field(k)) }
+	// bad names the route and its policy before the problem:
+	// Routes[0] "/api/": CORS: ...
+	bad := func(f, format string, args ...any) error {
+		return fieldErrorf(fields(f), "%s %q: %s: "+format, append([]any{named("Routes[%d]", i), pattern, leaf("Routes[%d].CORS", i)}, args...)...)
+	}
+	origins := ref("AllowedOrigins")
 	if len(c.AllowedOrigins) == 0 {
-		return nil, keyErrorf(keys(fmt.Sprintf("routes[%d].cors", i)), "%s: allowed_origins is required (the origins whose scripts may call the route)", name)
+		return nil, bad(fmt.Sprintf("Routes[%d].CORS", i), "%s is required (the origins whose scripts may call the route)", origins)
 	}
 	p := &corsPolicy{credentials: c.AllowCredentials, exact: map[string]struct{}{},
 		desc: "CORS from " + strings.Join(c.AllowedOrigins, ", ")}
@@ -123,39 +131,39 @@ func compileCORS(i int, pattern string, c CORSConfig) (*corsPolicy, error) {
 		p.desc += " with credentials"
 	}
 	for j, o := range c.AllowedOrigins {
-		k := key(fmt.Sprintf("allowed_origins[%d]", j))
+		k := field(fmt.Sprintf("AllowedOrigins[%d]", j))
 		switch {
 		case o == "*":
 			if c.AllowCredentials {
-				return nil, keyErrorf(k, "%s: allowed_origins \"*\" with allow_credentials: any site could read its visitors' answers; list the origins", name)
+				return nil, bad(k, "%s \"*\" with %s: any site could read its visitors' answers; list the origins", origins, ref("AllowCredentials"))
 			}
 			if len(c.AllowedOrigins) > 1 {
-				return nil, keyErrorf(k, "%s: allowed_origins \"*\" allows every origin: list no others", name)
+				return nil, bad(k, "%s \"*\" allows every origin: list no others", origins)
 			}
 			p.anyOrigin = true
 			continue
 		case strings.EqualFold(o, "null"):
-			return nil, keyErrorf(k, "%s: allowed_origins %q: any page can send the null origin (sandboxed frames, file: and data: documents): name real origins", name, o)
+			return nil, bad(k, "%s %q: any page can send the null origin (sandboxed frames, file: and data: documents): name real origins", origins, o)
 		}
 		exact, pat, err := parseOrigin(o)
 		if err != nil {
-			return nil, keyErrorf(k, "%s: allowed_origins %q: %v", name, o, err)
+			return nil, bad(k, "%s %q: %v", origins, o, err)
 		}
 		if pat != nil {
 			if slices.Contains(p.wildcards, *pat) {
-				return nil, keyErrorf(k, "%s: allowed_origins %q is listed twice", name, o)
+				return nil, bad(k, "%s %q is listed twice", origins, o)
 			}
 			p.wildcards = append(p.wildcards, *pat)
 			continue
 		}
 		if _, dup := p.exact[exact]; dup {
-			return nil, keyErrorf(k, "%s: allowed_origins %q is listed twice", name, o)
+			return nil, bad(k, "%s %q is listed twice", origins, o)
 		}
 		p.exact[exact] = struct{}{}
 	}
 	methods, err := corsMethods(pattern, c.AllowedMethods)
 	if err != nil {
-		return nil, keyErrorf(key("allowed_methods"), "%s: allowed_methods: %v", name, err)
+		return nil, bad(field("AllowedMethods"), "%s: %v", ref("AllowedMethods"), err)
 	}
 	p.methods = strings.Join(methods, ", ")
 	for _, h := range c.AllowedHeaders {
@@ -163,7 +171,7 @@ func compileCORS(i int, pattern string, c CORSConfig) (*corsPolicy, error) {
 		case h == "*":
 			p.anyHeader = true
 		case !isToken(h):
-			return nil, keyErrorf(key("allowed_headers"), "%s: allowed_headers: %q is not a header name", name, h)
+			return nil, bad(field("AllowedHeaders"), "%s: %q is not a header name", ref("AllowedHeaders"), h)
 		default:
 			p.allowed = append(p.allowed, strings.ToLower(h))
 		}
@@ -173,9 +181,9 @@ func compileCORS(i int, pattern string, c CORSConfig) (*corsPolicy, error) {
 	for _, h := range c.ExposedHeaders {
 		switch {
 		case h == "*" && c.AllowCredentials:
-			return nil, keyErrorf(key("exposed_headers"), "%s: exposed_headers \"*\" means every header only without allow_credentials (with it, a header named \"*\"): list the headers", name)
+			return nil, bad(field("ExposedHeaders"), "%s \"*\" means every header only without %s (with it, a header named \"*\"): list the headers", ref("ExposedHeaders"), ref("AllowCredentials"))
 		case h != "*" && !isToken(h):
-			return nil, keyErrorf(key("exposed_headers"), "%s: exposed_headers: %q is not a header name", name, h)
+			return nil, bad(field("ExposedHeaders"), "%s: %q is not a header name", ref("ExposedHeaders"), h)
 		}
 		exposed = append(exposed, h)
 	}
@@ -188,9 +196,9 @@ func compileCORS(i int, pattern string, c CORSConfig) (*corsPolicy, error) {
 	p.refusal = []string{strings.Join(exposed, ", ")}
 	switch {
 	case c.MaxAge < 0:
-		return nil, keyErrorf(key("max_age"), "%s: max_age must not be negative, got %s", name, c.MaxAge)
+		return nil, bad(field("MaxAge"), "%s must not be negative, got %s", ref("MaxAge"), c.MaxAge)
 	case c.MaxAge%time.Second != 0:
-		return nil, keyErrorf(key("max_age"), "%s: max_age %s: Access-Control-Max-Age counts whole seconds", name, c.MaxAge)
+		return nil, bad(field("MaxAge"), "%s %s: Access-Control-Max-Age counts whole seconds", ref("MaxAge"), c.MaxAge)
 	case c.MaxAge > 0:
 		p.maxAge = []string{strconv.FormatInt(int64(c.MaxAge/time.Second), 10)}
 	}

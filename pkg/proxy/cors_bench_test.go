@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,7 +45,7 @@ func BenchmarkProxyCORS(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := p.Plugin().WaitReady(context.Background()); err != nil {
+		if err := p.Plugin().WaitReady(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		return p

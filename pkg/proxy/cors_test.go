@@ -149,43 +149,43 @@ func TestCORSConfigErrors(t *testing.T) {
 		want  string
 	}{
 		{"star with credentials", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"*"}, AllowCredentials: true}},
-			"routes[0].cors.allowed_origins[0]", `"*" with allow_credentials`},
+			"Routes[0].CORS.AllowedOrigins[0]", `"*" with AllowCredentials`},
 		{"star and others", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example", "*"}}},
-			"routes[0].cors.allowed_origins[1]", "list no others"},
+			"Routes[0].CORS.AllowedOrigins[1]", "list no others"},
 		{"null", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"null"}}},
-			"routes[0].cors.allowed_origins[0]", "null origin"},
+			"Routes[0].CORS.AllowedOrigins[0]", "null origin"},
 		{"path", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example/"}}},
-			"routes[0].cors.allowed_origins[0]", `write "https://a.example"`},
+			"Routes[0].CORS.AllowedOrigins[0]", `write "https://a.example"`},
 		{"no scheme", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"a.example"}}},
-			"routes[0].cors.allowed_origins[0]", "want scheme://host"},
+			"Routes[0].CORS.AllowedOrigins[0]", "want scheme://host"},
 		{"other scheme", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"ftp://a.example"}}},
-			"routes[0].cors.allowed_origins[0]", "want scheme://host"},
+			"Routes[0].CORS.AllowedOrigins[0]", "want scheme://host"},
 		{"star over a top-level domain", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://*.com"}}},
-			"routes[0].cors.allowed_origins[0]", "two labels or more"},
+			"Routes[0].CORS.AllowedOrigins[0]", "two labels or more"},
 		{"star inside", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.*.example.com"}}},
-			"routes[0].cors.allowed_origins[0]", "leftmost labels"},
+			"Routes[0].CORS.AllowedOrigins[0]", "leftmost labels"},
 		{"star in a label", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://app-*.example.com"}}},
-			"routes[0].cors.allowed_origins[0]", "leftmost labels"},
+			"Routes[0].CORS.AllowedOrigins[0]", "leftmost labels"},
 		{"bad port", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example:99999"}}},
-			"routes[0].cors.allowed_origins[0]", "not a TCP port"},
+			"Routes[0].CORS.AllowedOrigins[0]", "not a TCP port"},
 		{"twice", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example", "https://A.example:443"}}},
-			"routes[0].cors.allowed_origins[1]", "listed twice"},
+			"Routes[0].CORS.AllowedOrigins[1]", "listed twice"},
 		{"no origins", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowCredentials: true}},
-			"routes[0].cors", "allowed_origins is required"},
+			"Routes[0].CORS", "AllowedOrigins is required"},
 		{"lower-case method", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, AllowedMethods: []string{"patch"}}},
-			"routes[0].cors.allowed_methods", "upper-case"},
+			"Routes[0].CORS.AllowedMethods", "upper-case"},
 		{"method the pattern never matches", RouteConfig{Match: "PUT /a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, AllowedMethods: []string{"DELETE"}}},
-			"routes[0].cors.allowed_methods", "never judged by this route"},
+			"Routes[0].CORS.AllowedMethods", "never judged by this route"},
 		{"star method", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, AllowedMethods: []string{"*"}}},
-			"routes[0].cors.allowed_methods", "list the methods"},
+			"Routes[0].CORS.AllowedMethods", "list the methods"},
 		{"bad header", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, AllowedHeaders: []string{"X Bad"}}},
-			"routes[0].cors.allowed_headers", "not a header name"},
+			"Routes[0].CORS.AllowedHeaders", "not a header name"},
 		{"exposed star with credentials", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, ExposedHeaders: []string{"*"}, AllowCredentials: true}},
-			"routes[0].cors.exposed_headers", "list the headers"},
+			"Routes[0].CORS.ExposedHeaders", "list the headers"},
 		{"negative max_age", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, MaxAge: -1e9}},
-			"routes[0].cors.max_age", "negative"},
+			"Routes[0].CORS.MaxAge", "negative"},
 		{"fractional max_age", RouteConfig{Match: "/a/", CORS: CORSConfig{AllowedOrigins: []string{"https://a.example"}, MaxAge: 1500e6}},
-			"routes[0].cors.max_age", "whole seconds"},
+			"Routes[0].CORS.MaxAge", "whole seconds"},
 	}
 	srv := newProvider(t)
 	for _, c := range cases {
@@ -193,12 +193,12 @@ func TestCORSConfigErrors(t *testing.T) {
 			cfg := testConfig(srv, "http://127.0.0.1:1")
 			cfg.Routes = []RouteConfig{c.route}
 			_, err := Compile(cfg.Config, cfg.IDP)
-			var ke *KeyError
+			var ke *FieldError
 			if !errors.As(err, &ke) {
-				t.Fatalf("Compile: %v, want a *KeyError", err)
+				t.Fatalf("Compile: %v, want a *FieldError", err)
 			}
-			if ke.Key != c.key || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("Compile: %v (key %s), want key %s and %q", err, ke.Key, c.key, c.want)
+			if ke.Field != c.key || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Compile: %v (key %s), want key %s and %q", err, ke.Field, c.key, c.want)
 			}
 		})
 	}

@@ -68,32 +68,34 @@ type AssertionConfig struct {
 }
 
 // checkCredential reports a credential mode that is not one of the
-// built modes; key names it ("upstream.credential").
-func checkCredential(key, mode string) error {
+// built modes; field is its Go path ("Upstream.Credential").
+func checkCredential(field, mode string) error {
 	switch mode {
 	case "", CredentialForward, CredentialNone, CredentialAssertion, CredentialExchange, CredentialClientCredentials:
 		return nil
 	}
-	return keyErrorf(keys(key), "%s %q: want forward, none, assertion, exchange or client_credentials", key, mode)
+	return fieldErrorf(fields(field), "%s %q: want forward, none, assertion, exchange or client_credentials", named(field), mode)
 }
 
 // checkTarget reports audience and scopes on an upstream whose credential
-// does not use them; prefix is its key's ("upstreams[1].").
+// does not use them; prefix is its Go path's ("Upstreams[1].").
 func checkTarget(prefix string, u UpstreamConfig) []error {
 	var errs []error
 	switch u.Credential {
 	case CredentialAssertion, CredentialExchange, CredentialClientCredentials:
 	default:
 		if u.Audience != "" {
-			errs = append(errs, keyErrorf(keys(prefix+"audience"), "%saudience is the upstream's audience for assertion, exchange and client_credentials: set %scredential to one of them, or remove it", prefix, prefix))
+			errs = append(errs, fieldErrorf(fields(prefix+"Audience"), "%s is the upstream's audience for assertion, exchange and client_credentials: set %s to one of them, or remove it",
+				named(prefix+"Audience"), named(prefix+"Credential")))
 		}
 	}
 	if len(u.Scopes) > 0 && u.Credential != CredentialExchange && u.Credential != CredentialClientCredentials {
-		errs = append(errs, keyErrorf(keys(prefix+"scopes"), "%sscopes are requested by credential exchange and client_credentials: set %scredential to one of them, or remove it", prefix, prefix))
+		errs = append(errs, fieldErrorf(fields(prefix+"Scopes"), "%s are requested by credential exchange and client_credentials: set %s to one of them, or remove it",
+			named(prefix+"Scopes"), named(prefix+"Credential")))
 	}
 	for _, s := range u.Scopes {
 		if !validScopeToken(s) {
-			errs = append(errs, keyErrorf(keys(prefix+"scopes"), "%sscopes: %q is not a scope (RFC 6749 §3.3: printable ASCII without space, \" or \\)", prefix, s))
+			errs = append(errs, fieldErrorf(fields(prefix+"Scopes"), "%s: %q is not a scope (RFC 6749 §3.3: printable ASCII without space, \" or \\)", named(prefix+"Scopes"), s))
 		}
 	}
 	return errs
@@ -113,7 +115,7 @@ func validScopeToken(s string) bool {
 }
 
 // needsClientSecret reports the upstreams whose credential needs the
-// proxy's client secret, as key-named errors (check-config says which).
+// proxy's client secret, as field-named errors (check-config says which).
 func (c Config) needsClientSecret(secret string) []error {
 	if secret != "" {
 		return nil
@@ -123,11 +125,12 @@ func (c Config) needsClientSecret(secret string) []error {
 		if u.Credential != CredentialExchange && u.Credential != CredentialClientCredentials {
 			continue
 		}
-		k := "upstream.credential"
+		k := "Upstream.Credential"
 		if len(c.Upstreams) > 0 {
-			k = fmt.Sprintf("upstreams[%d].credential", i)
+			k = fmt.Sprintf("Upstreams[%d].Credential", i)
 		}
-		errs = append(errs, keyErrorf(keys(k, "idp.client_secret"), "%s %s needs idp.client_secret: the proxy gets the upstream's token from the identity provider as a confidential client", k, u.Credential))
+		errs = append(errs, fieldErrorf(fields(k, "IDP.ClientSecret"), "%s %s needs %s: the proxy gets the upstream's token from the identity provider as a confidential client",
+			named(k), u.Credential, named("IDP.ClientSecret")))
 	}
 	return errs
 }
@@ -182,28 +185,31 @@ func (a AssertionConfig) withDefaults() AssertionConfig {
 // whether an upstream's credential is assertion.
 func (a AssertionConfig) validate(used bool) []error {
 	var errs []error
-	bad := func(k string, format string, args ...any) { errs = append(errs, keyErrorf(keys(k), format, args...)) }
+	// bad reports a problem of field, which format's first %s names.
+	bad := func(field string, format string, args ...any) {
+		errs = append(errs, fieldErrorf(fields(field), format, append([]any{named(field)}, args...)...))
+	}
 	if a.Lifetime < 10*time.Second || a.Lifetime > maxAssertionLifetime {
-		bad("assertion.lifetime", "assertion.lifetime %s: want 10s to 1h (an assertion is short-lived)", a.Lifetime)
+		bad("Assertion.Lifetime", "%s %s: want 10s to 1h (an assertion is short-lived)", a.Lifetime)
 	}
 	if a.CacheSize < 0 {
-		bad("assertion.cache_size", "assertion.cache_size must not be negative, got %d", a.CacheSize)
+		bad("Assertion.CacheSize", "%s must not be negative, got %d", a.CacheSize)
 	}
 	switch f := foldName(a.Header); {
 	case !isToken(a.Header):
-		bad("assertion.header", "assertion.header %q is not a valid header name", a.Header)
+		bad("Assertion.Header", "%s %q is not a valid header name", a.Header)
 	case f == "authorization":
 	case reservedHeader(f) != "":
-		bad("assertion.header", "assertion.header %q is %s: choose another header name (or Authorization)", a.Header, reservedHeader(f))
+		bad("Assertion.Header", "%s %q is %s: choose another header name (or Authorization)", a.Header, reservedHeader(f))
 	}
 	if !used {
 		return errs
 	}
 	if a.IssuerURL == "" {
-		errs = append(errs, missingKeyf(keys("assertion.issuer_url"), "assertion.issuer_url is required: an upstream's credential is assertion"))
+		errs = append(errs, missingFieldf(fields("Assertion.IssuerURL"), "%s is required: an upstream's credential is assertion", named("Assertion.IssuerURL")))
 	}
 	if a.KeyFile == "" {
-		errs = append(errs, missingKeyf(keys("assertion.key_file"), "assertion.key_file is required: an upstream's credential is assertion (the file is created when absent)"))
+		errs = append(errs, missingFieldf(fields("Assertion.KeyFile"), "%s is required: an upstream's credential is assertion (the file is created when absent)", named("Assertion.KeyFile")))
 	}
 	if len(errs) > 0 {
 		return errs
@@ -233,11 +239,11 @@ func (a AssertionConfig) signer(create bool) (*assert.Signer, error) {
 		ks, err = assert.LoadKeys(a.KeyFile)
 	}
 	if err != nil {
-		return nil, keyErrorf(keys("assertion.key_file"), "assertion.key_file: %v", err)
+		return nil, fieldErrorf(fields("Assertion.KeyFile"), "%s: %v", named("Assertion.KeyFile"), err)
 	}
 	s, err := assert.NewSigner(assert.Options{Issuer: a.IssuerURL, Keys: ks, Lifetime: a.Lifetime})
 	if err != nil {
-		return nil, keyErrorf(keys("assertion.issuer_url"), "assertion.issuer_url: %v", err)
+		return nil, fieldErrorf(fields("Assertion.IssuerURL"), "%s: %v", named("Assertion.IssuerURL"), err)
 	}
 	return s, nil
 }

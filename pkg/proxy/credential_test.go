@@ -34,7 +34,7 @@ func assertionProxy(t *testing.T, s testSetup) (*Proxy, string) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -51,13 +51,13 @@ func assertionProxy(t *testing.T, s testSetup) (*Proxy, string) {
 // issuer is the proxy.
 func assertionVerifier(t *testing.T, issuer, audience string) *idp.Plugin {
 	t.Helper()
-	v, err := idp.New(context.Background(), idp.Config{IssuerURL: issuer, ClientID: audience,
+	v, err := idp.New(t.Context(), idp.Config{IssuerURL: issuer, ClientID: audience,
 		Algorithms: []string{"ES256"}, Claims: idp.ClaimMapping{Preset: idp.PresetGeneric}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = v.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := v.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -178,14 +178,14 @@ func TestCredentialModesKeepTheToken(t *testing.T) {
 						aud = "orders-api"
 					}
 					v := assertionVerifier(t, base+"/.idp-proxy", aud)
-					id, err := v.VerifyIdentity(context.Background(), a)
+					id, err := v.VerifyIdentity(t.Context(), a)
 					if err != nil {
 						t.Fatalf("the upstream's verifier refuses the assertion: %v", err)
 					}
 					if id.User.Sub != "user-alice" || id.User.PreferredUsername != "alice" || !id.User.HasRole("creator") {
 						t.Errorf("assertion user %+v", id.User)
 					}
-					if _, err := v.Verify(context.Background(), alice); !errors.Is(err, idp.ErrInvalidToken) {
+					if _, err := v.Verify(t.Context(), alice); !errors.Is(err, idp.ErrInvalidToken) {
 						t.Errorf("the caller's own token passes the upstream's verifier: %v", err)
 					}
 				})
@@ -227,7 +227,7 @@ func TestAssertionSignedOncePerToken(t *testing.T) {
 		t.Errorf("a second token: %d signatures, want 2", signed(0))
 	}
 	if v := assertionVerifier(t, base+"/.idp-proxy", "app-b"); v != nil {
-		if _, err := v.Verify(context.Background(), b.last(t).Header.Get(DefaultAssertionHeader)); err != nil {
+		if _, err := v.Verify(t.Context(), b.last(t).Header.Get(DefaultAssertionHeader)); err != nil {
 			t.Errorf("configured audience: %v", err)
 		}
 	}
@@ -261,7 +261,7 @@ func TestAssertionHeaderNeverFromClient(t *testing.T) {
 	if !strings.HasPrefix(got, "Bearer ") || strings.Contains(got, alice) {
 		t.Fatalf("Authorization %q", got)
 	}
-	if _, err := assertionVerifier(t, base+"/.idp-proxy", up.URL).Verify(context.Background(), strings.TrimPrefix(got, "Bearer ")); err != nil {
+	if _, err := assertionVerifier(t, base+"/.idp-proxy", up.URL).Verify(t.Context(), strings.TrimPrefix(got, "Bearer ")); err != nil {
 		t.Error(err)
 	}
 }
@@ -277,32 +277,32 @@ func TestCredentialConfigErrors(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"unknown", func(s *testSetup) { s.Upstream.Credential = "Forward" }, "upstream.credential", "want forward, none, assertion, exchange or client_credentials"},
+		{"unknown", func(s *testSetup) { s.Upstream.Credential = "Forward" }, "Upstream.Credential", "want forward, none, assertion, exchange or client_credentials"},
 		{"no issuer", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.KeyFile = filepath.Join(dir, "k.pem")
-		}, "assertion.issuer_url", "required"},
+		}, "Assertion.IssuerURL", "required"},
 		{"no key file", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL = "https://proxy.example.com"
-		}, "assertion.key_file", "required"},
+		}, "Assertion.KeyFile", "required"},
 		{"bad key file", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL, s.Assertion.KeyFile = "https://proxy.example.com", badKeys
-		}, "assertion.key_file", "PRIVATE KEY"},
+		}, "Assertion.KeyFile", "PRIVATE KEY"},
 		{"http issuer", func(s *testSetup) {
 			s.Upstream.Credential = "assertion"
 			s.Assertion.IssuerURL, s.Assertion.KeyFile = "http://proxy.example.com", filepath.Join(dir, "k.pem")
-		}, "assertion.issuer_url", "https"},
-		{"audience without assertion", func(s *testSetup) { s.Upstream.Audience = "x" }, "upstream.audience", "set upstream.credential to one of them"},
-		{"lifetime", func(s *testSetup) { s.Assertion.Lifetime = 2 * time.Hour }, "assertion.lifetime", "10s to 1h"},
-		{"reserved header", func(s *testSetup) { s.Assertion.Header = "Cookie" }, "assertion.header", "choose another"},
+		}, "Assertion.IssuerURL", "https"},
+		{"audience without assertion", func(s *testSetup) { s.Upstream.Audience = "x" }, "Upstream.Audience", "set Upstream.Credential to one of them"},
+		{"lifetime", func(s *testSetup) { s.Assertion.Lifetime = 2 * time.Hour }, "Assertion.Lifetime", "10s to 1h"},
+		{"reserved header", func(s *testSetup) { s.Assertion.Header = "Cookie" }, "Assertion.Header", "choose another"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := testConfig(srv, "http://127.0.0.1:1")
 			c.edit(&s)
 			_, err := Compile(s.Config, s.IDP)
-			var ke *KeyError
+			var ke *FieldError
 			if err == nil || !errors.As(err, &ke) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.key) {
 				t.Fatalf("error %v, want one on %s saying %q", err, c.key, c.want)
 			}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -22,7 +21,7 @@ func TestDecisionsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	scoped := idpSrv.UserClaims("shortener", "erin")
@@ -71,7 +70,7 @@ func TestDecisionsGolden(t *testing.T) {
 		fmt.Fprintf(&b, "%-36s → %d %-13s %-9s %s\n", line, rec.Code, dec, fwd, rl.label)
 
 		// Decide reaches the same verdict for the same request.
-		d, err := p.Decide(context.Background(), f[0], f[1], tokens[f[2]])
+		d, err := p.Decide(t.Context(), f[0], f[1], tokens[f[2]])
 		wantStatus := rec.Code
 		if fwd == "forwarded" {
 			wantStatus = 0
@@ -103,7 +102,7 @@ func TestDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	creator := idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator"))
@@ -119,13 +118,13 @@ func TestDecide(t *testing.T) {
 		{"GET", "/a/../b", "", Decision{Rule: "(invalid)", Decision: "bad_request", Status: 400}},
 	}
 	for _, tt := range tests {
-		got, err := p.Decide(context.Background(), tt.method, tt.target, tt.token)
+		got, err := p.Decide(t.Context(), tt.method, tt.target, tt.token)
 		if err != nil || got != tt.want {
 			t.Errorf("Decide(%s %s) = %+v, %v; want %+v", tt.method, tt.target, got, err, tt.want)
 		}
 	}
 	for _, bad := range []string{"no-slash", "https://user@example.com/x", "https:///x", "ftp://example.com/x", "https://example.com/x#frag"} {
-		if _, err := p.Decide(context.Background(), "GET", bad, ""); err == nil {
+		if _, err := p.Decide(t.Context(), "GET", bad, ""); err == nil {
 			t.Errorf("target %q accepted", bad)
 		}
 	}
@@ -140,7 +139,7 @@ func TestDecide(t *testing.T) {
 		"https://API.Example.com./x": "forbidden", "http://api.example.com:8443/x": "forbidden",
 		"https://other.example.com/x": "public", "/x": "public",
 	} {
-		if d, err := p.Decide(context.Background(), "GET", target, plain); err != nil || d.Decision != want {
+		if d, err := p.Decide(t.Context(), "GET", target, plain); err != nil || d.Decision != want {
 			t.Errorf("Decide(GET %s) = %+v, %v; want %s", target, d, err, want)
 		}
 	}

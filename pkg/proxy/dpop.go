@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,15 +29,15 @@ type ruleDPoP struct {
 	set  bool // routes[].dpop given; else the plugin's mode applies
 }
 
-// compileRuleDPoP reads routes[i].dpop: "" (the plugin's mode), off,
+// compileRuleDPoP reads a rule's DPoP: "" (the plugin's mode), off,
 // allowed or required.
-func compileRuleDPoP(i int, name, s string) (ruleDPoP, error) {
+func compileRuleDPoP(s string) (ruleDPoP, error) {
 	if s == "" {
 		return ruleDPoP{}, nil
 	}
 	m, err := dpop.ParseMode(s)
 	if err != nil {
-		return ruleDPoP{}, keyErrorf(keys(fmt.Sprintf("routes[%d].dpop", i)), "%s: dpop %q: want off, allowed or required", name, s)
+		return ruleDPoP{}, err
 	}
 	return ruleDPoP{mode: m, set: true}, nil
 }

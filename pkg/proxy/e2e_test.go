@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -71,7 +70,7 @@ func TestEndToEndShortener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	px := httptest.NewUnstartedServer(p)
@@ -109,7 +108,7 @@ func TestEndToEndShortener(t *testing.T) {
 	}
 	owner := func(code string) string {
 		t.Helper()
-		l, err := svc.Resolve(context.Background(), code)
+		l, err := svc.Resolve(t.Context(), code)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +133,7 @@ func TestEndToEndShortener(t *testing.T) {
 	// A service calls with a client_credentials token: aud "account",
 	// azp "svc-reporter", accepted through optional_audiences.
 	cc := clientcredentials.Config{ClientID: svcReporter.ID, ClientSecret: svcReporter.Secret, TokenURL: idpSrv.TokenURL()}
-	svcTok, err := cc.Token(context.Background())
+	svcTok, err := cc.Token(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +142,7 @@ func TestEndToEndShortener(t *testing.T) {
 		t.Errorf("service token: %d, owner %q", status, owner(code))
 	}
 	cc.ClientID, cc.ClientSecret = svcOther.ID, svcOther.Secret
-	otherTok, err := cc.Token(context.Background())
+	otherTok, err := cc.Token(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

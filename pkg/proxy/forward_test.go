@@ -95,7 +95,7 @@ func TestRulesUnderAuthPrefixAreErrors(t *testing.T) {
 	c.Routes = []RouteConfig{{Match: "GET /auth/login", Public: true}, {Match: "/authors/", Public: true}}
 	c.IDP.ExcludedPaths = []string{"/auth/refresh"}
 	_, err := Compile(c.Config, c.IDP)
-	if err == nil || !strings.Contains(err.Error(), `routes[0] "GET /auth/login" lies under idp.auth_prefix`) ||
+	if err == nil || !strings.Contains(err.Error(), `Routes[0] "GET /auth/login" lies under IDP.AuthPrefix`) ||
 		!strings.Contains(err.Error(), `"/auth/refresh" lies under`) || strings.Contains(err.Error(), "/authors/") {
 		t.Fatalf("err = %v", err)
 	}

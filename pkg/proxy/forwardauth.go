@@ -58,7 +58,7 @@ func compileForwardAuth(c ForwardAuthConfig, authPrefix string) (*forwardAuth, e
 	for _, s := range c.TrustedCIDRs {
 		p, err := parsePrefix(s)
 		if err != nil {
-			errs = append(errs, keyErrorf(keys("forward_auth.trusted_cidrs"), "forward_auth.trusted_cidrs: %q is not a CIDR (10.0.0.0/8) or an address", s))
+			errs = append(errs, fieldErrorf(fields("ForwardAuth.TrustedCIDRs"), "%s: %q is not a CIDR (10.0.0.0/8) or an address", named("ForwardAuth.TrustedCIDRs"), s))
 			continue
 		}
 		fa.trusted = append(fa.trusted, p)

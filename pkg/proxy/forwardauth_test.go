@@ -144,11 +144,11 @@ func TestForwardAuthOnly(t *testing.T) {
 		t.Fatalf("forward-auth listener, other path: %d, want 404", resp.StatusCode)
 	}
 	cfg.ForwardAuth = ForwardAuthConfig{}
-	if _, err := newProxy(t, cfg, Options{}); err == nil || !strings.Contains(err.Error(), "upstream.url is required") {
+	if _, err := newProxy(t, cfg, Options{}); err == nil || !strings.Contains(err.Error(), "Upstream.URL is required") {
 		t.Fatalf("no upstream without forward_auth: %v", err)
 	}
 	cfg.ForwardAuth = ForwardAuthConfig{Enabled: true, TrustedCIDRs: []string{"10.0.0.0/33"}}
-	if _, err := newProxy(t, cfg, Options{}); err == nil || !strings.Contains(err.Error(), "trusted_cidrs") {
+	if _, err := newProxy(t, cfg, Options{}); err == nil || !strings.Contains(err.Error(), "TrustedCIDRs") {
 		t.Fatalf("bad CIDR: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
 
@@ -173,7 +174,7 @@ func TestSlowRequestBodyIs408(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -182,23 +183,9 @@ func TestSlowRequestBodyIs408(t *testing.T) {
 	srv.Config.ReadTimeout = 300 * time.Millisecond
 	srv.Start()
 	t.Cleanup(srv.Close)
-	c, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	auth := "Authorization: Bearer " + idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")) + "\r\n"
 	// 10 bytes announced, 3 sent: the rest never comes.
-	if _, err := io.WriteString(c, "POST /shorten HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 10\r\n\r\nabc"); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("reading the response: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := testsupport.SlowBody(t, srv.Listener.Addr().String(), "POST /shorten HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 10\r\n\r\nabc")
 	if resp.StatusCode != http.StatusRequestTimeout || resp.Header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("slow body: %d %s %s, want 408 problem+json", resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}

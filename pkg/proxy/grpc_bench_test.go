@@ -3,7 +3,6 @@
 package proxy
 
 import (
-	"context"
 	"net"
 	"net/http/httputil"
 	"net/url"
@@ -55,7 +54,7 @@ func BenchmarkGRPCUnary(b *testing.B) {
 	go func() { _ = bareSrv.Serve(ln) }()
 	b.Cleanup(func() { _ = bareSrv.Close() })
 
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization",
+	ctx := metadata.AppendToOutgoingContext(b.Context(), "authorization",
 		"Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
 	for _, bc := range []struct{ name, addr string }{
 		{"direct", up.Addr},

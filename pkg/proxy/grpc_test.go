@@ -72,7 +72,7 @@ func startGRPCRig(t *testing.T, upstreamTLS, proxyTLS bool) *grpcRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func startGRPCRig(t *testing.T, upstreamTLS, proxyTLS bool) *grpcRig {
 // ctx returns a context carrying the bearer token (when not "") and more
 // metadata pairs, cancelled when the test ends.
 func (g *grpcRig) ctx(t *testing.T, token string, kv ...string) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)
 	if token != "" {
 		kv = append(kv, "authorization", "Bearer "+token)
@@ -364,7 +364,7 @@ func TestGRPCStreamTimeoutEndsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
 	st, err := testpb.NewTestServiceClient(conn).StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{ResponseParameters: []*testpb.ResponseParameters{{Size: 1}}})
 	if err == nil {
 		_, err = st.Recv()
@@ -425,7 +425,7 @@ func TestGRPCClientStreamNotBoundByBodyLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
 	st, err := testpb.NewTestServiceClient(conn).StreamingInputCall(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +448,7 @@ func startProxyH2C(t testing.TB, cfg testSetup) (*Proxy, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := p.Plugin().WaitReady(ctx); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -65,7 +64,7 @@ func TestGRPCMethodRules(t *testing.T) {
 		{"/grpc.health.v1.Health/Check", "POST /grpc.health.v1.Health/Check"},
 		{"/grpc.health.v1.Health/Watch", "(default)"},
 	} {
-		d, err := p.Decide(context.Background(), "POST", c.path, "")
+		d, err := p.Decide(t.Context(), "POST", c.path, "")
 		if err != nil || d.Rule != c.rule {
 			t.Errorf("%s: rule %q (%v), want %q", c.path, d.Rule, err, c.rule)
 		}

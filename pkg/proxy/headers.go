@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -305,32 +306,33 @@ func roleValue(r string) string {
 	return r
 }
 
-// validate checks the header names.
-func (c HeadersConfig) validate() []error {
+// validate checks the header names; prefix is the Go path of c
+// ("Headers", "Upstreams[2].Headers").
+func (c HeadersConfig) validate(prefix string) []error {
 	var errs []error
 	seen := map[string]string{}
 	for _, f := range []struct{ key, name string }{
-		{"headers.user", c.User},
-		{"headers.preferred_username", c.PreferredUsername},
-		{"headers.email", c.Email},
-		{"headers.roles", c.Roles},
+		{prefix + ".User", c.User},
+		{prefix + ".PreferredUsername", c.PreferredUsername},
+		{prefix + ".Email", c.Email},
+		{prefix + ".Roles", c.Roles},
 	} {
 		if f.name == "" {
 			continue
 		}
 		if !isToken(f.name) {
-			errs = append(errs, keyErrorf(keys(f.key), "%s %q is not a valid header name", f.key, f.name))
+			errs = append(errs, fieldErrorf(fields(f.key), "%s %q is not a valid header name", named(f.key), f.name))
 			continue
 		}
 		folded := foldName(f.name)
 		if prev, dup := seen[folded]; dup {
-			errs = append(errs, keyErrorf(keys(f.key, prev), "%s %q is the same header as %s", f.key, f.name, prev))
+			errs = append(errs, fieldErrorf(fields(f.key, prev), "%s %q is the same header as %s", named(f.key), f.name, named(prev)))
 		}
 		seen[folded] = f.key
 		switch {
 		case folded == "authorization", folded == "host", folded == "cookie", folded == "x-request-id",
 			folded == "connection", folded == "forwarded", strings.HasPrefix(folded, "x-forwarded-"):
-			errs = append(errs, keyErrorf(keys(f.key), "%s %q is reserved: choose another header name", f.key, f.name))
+			errs = append(errs, fieldErrorf(fields(f.key), "%s %q is reserved: choose another header name", named(f.key), f.name))
 		}
 	}
 	names := make([]string, 0, len(c.Claims))
@@ -339,14 +341,14 @@ func (c HeadersConfig) validate() []error {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		key := "headers.claims." + n
+		key := prefix + ".Claims[" + n + "]"
 		if err := CheckClaimHeader(n, c.Claims[n]); err != nil {
-			errs = append(errs, keyErrorf(keys(key), "headers.claims: %v", err))
+			errs = append(errs, fieldErrorf(fields(key), "%s: %w", named(prefix+".Claims"), err))
 			continue
 		}
 		folded := foldName(n)
 		if prev, dup := seen[folded]; dup {
-			errs = append(errs, keyErrorf(keys(key, prev), "headers.claims: %q is the same header as %s: a header carries one value", n, prev))
+			errs = append(errs, fieldErrorf(fields(key, prev), "%s: %q is the same header as %s: a header carries one value", named(prefix+".Claims"), n, named(prev)))
 			continue
 		}
 		seen[folded] = key
@@ -426,13 +428,14 @@ func stripCookies(h http.Header, names []string) {
 // header, one that frames or selects the request, or one the proxy sets;
 // a path that does not parse (see idp.ClaimPath). It does not know the
 // configured identity headers: Compile also refuses a claim header that
-// is one of them. nil when the pair is fine.
+// is one of them. nil when the pair is fine; a problem of the name
+// matches ErrHeaderName (errors.Is), one of the path does not.
 func CheckClaimHeader(name, path string) error {
 	if !isToken(name) {
-		return fmt.Errorf("%q is not a valid header name", name)
+		return headerNameError(fmt.Sprintf("%q is not a valid header name", name))
 	}
 	if reason := reservedHeader(foldName(name)); reason != "" {
-		return fmt.Errorf("%q is %s: choose another header name (X-Auth-Request-... is the convention)", name, reason)
+		return headerNameError(fmt.Sprintf("%q is %s: choose another header name (X-Auth-Request-... is the convention)", name, reason))
 	}
 	if path == "" {
 		return fmt.Errorf("%q names no claim: give a claim path (tid, groups, https://example.com/roles)", name)
@@ -442,3 +445,14 @@ func CheckClaimHeader(name, path string) error {
 	}
 	return nil
 }
+
+// ErrHeaderName is matched (errors.Is) by CheckClaimHeader's problems of
+// the header name, as opposed to those of the claim path, so that a
+// caller can point at the one to fix.
+var ErrHeaderName = errors.New("proxy: not a usable header name")
+
+// headerNameError is a problem of a header name; its message says which.
+type headerNameError string
+
+func (e headerNameError) Error() string        { return string(e) }
+func (e headerNameError) Is(target error) bool { return target == ErrHeaderName }

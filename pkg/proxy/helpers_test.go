@@ -89,7 +89,7 @@ func testConfig(srv *idptest.Server, upstreamURL string) testSetup {
 // newProxy builds the plugin of s (closed with t) and a Proxy over it.
 func newProxy(t testing.TB, s testSetup, o Options) (*Proxy, error) {
 	t.Helper()
-	plugin, err := idp.New(context.Background(), s.IDP)
+	plugin, err := idp.New(t.Context(), s.IDP)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func startProxy(t *testing.T, cfg testSetup, o Options, wait bool) (*Proxy, *htt
 		t.Fatalf("New: %v", err)
 	}
 	if wait {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		if err := p.Plugin().WaitReady(ctx); err != nil {
 			t.Fatal(err)

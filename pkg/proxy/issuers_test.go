@@ -99,9 +99,9 @@ func TestIssuersRuleErrors(t *testing.T) {
 		route RouteConfig
 		want  []string
 	}{
-		{RouteConfig{Match: "/deploy/", Issuers: []string{"github"}}, []string{`routes[0] "/deploy/": issuers: unknown issuer "github" (did you mean "github-actions"?)`, "default, github-actions"}},
+		{RouteConfig{Match: "/deploy/", Issuers: []string{"github"}}, []string{`Routes[0] "/deploy/": Issuers: unknown issuer "github" (did you mean "github-actions"?)`, "default, github-actions"}},
 		{RouteConfig{Match: "/deploy/", Issuers: []string{"default", "default"}}, []string{`"default" is listed twice`}},
-		{RouteConfig{Match: "/deploy/", Public: true, Issuers: []string{"default"}}, []string{"public excludes issuers"}},
+		{RouteConfig{Match: "/deploy/", Public: true, Issuers: []string{"default"}}, []string{"Public excludes Issuers"}},
 	} {
 		cfg := DefaultConfig()
 		cfg.Upstream.URL = "http://127.0.0.1:1"
@@ -112,9 +112,9 @@ func TestIssuersRuleErrors(t *testing.T) {
 				t.Errorf("%+v: %v, want %s", c.route, err, w)
 			}
 		}
-		var ke *KeyError
-		if err != nil && (!errors.As(err, &ke) || ke.Key != "routes[0].issuers") {
-			t.Errorf("%+v: not a KeyError of routes[0].issuers: %#v", c.route, err)
+		var ke *FieldError
+		if err != nil && (!errors.As(err, &ke) || ke.Field != "Routes[0].Issuers") {
+			t.Errorf("%+v: not a FieldError of Routes[0].Issuers: %#v", c.route, err)
 		}
 	}
 	cfg := DefaultConfig()

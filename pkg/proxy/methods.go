@@ -28,9 +28,9 @@ func checkMethods(routes []RouteConfig, extension []string) []error {
 	for i, m := range extension {
 		switch {
 		case !isToken(m) || !upperCase(m):
-			errs = append(errs, keyErrorf(keys("extension_methods"), "extension_methods[%d] %q: methods are case-sensitive upper-case tokens", i, m))
+			errs = append(errs, fieldErrorf(fields("ExtensionMethods"), "%s %q: methods are case-sensitive upper-case tokens", named("ExtensionMethods[%d]", i), m))
 		case m == http.MethodConnect || m == http.MethodTrace:
-			errs = append(errs, keyErrorf(keys("extension_methods"), "extension_methods[%d] %s is always refused by the proxy (405)", i, m))
+			errs = append(errs, fieldErrorf(fields("ExtensionMethods"), "%s %s is always refused by the proxy (405)", named("ExtensionMethods[%d]", i), m))
 		}
 	}
 	for i, rc := range routes {
@@ -41,9 +41,9 @@ func checkMethods(routes []RouteConfig, extension []string) []error {
 		if slices.Contains(registeredMethods, method) || slices.Contains(extension, method) {
 			continue
 		}
-		errs = append(errs, keyErrorf(keys("routes", "extension_methods"),
-			"routes[%d] %q: method %s is not a registered HTTP method (a typo?); a method of your own must be listed under extension_methods",
-			i, rc.Match, method))
+		errs = append(errs, fieldErrorf(fields("Routes", "ExtensionMethods"),
+			"%s %q: method %s is not a registered HTTP method (a typo?); a method of your own must be listed under %s",
+			named("Routes[%d]", i), rc.Match, method, named("ExtensionMethods")))
 	}
 	return errs
 }

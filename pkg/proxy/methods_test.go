@@ -26,10 +26,10 @@ func compileRoutes(t *testing.T, extension []string, matches ...string) error {
 func TestUnregisteredMethodsRefused(t *testing.T) {
 	for _, m := range []string{"GETT /x", "FETCH /x", "POSTT /shorten", "GET-ALL /x"} {
 		err := compileRoutes(t, nil, "GET /ok", m)
-		var ke *KeyError
-		if err == nil || !strings.Contains(err.Error(), "routes[1]") || !strings.Contains(err.Error(), "extension_methods") ||
-			!errors.As(err, &ke) || ke.Key != "routes" {
-			t.Errorf("rule %q: err = %v, want a load error naming routes[1] and extension_methods", m, err)
+		var ke *FieldError
+		if err == nil || !strings.Contains(err.Error(), "Routes[1]") || !strings.Contains(err.Error(), "ExtensionMethods") ||
+			!errors.As(err, &ke) || ke.Field != "Routes" {
+			t.Errorf("rule %q: err = %v, want a load error naming Routes[1] and ExtensionMethods", m, err)
 		}
 	}
 	for _, m := range []string{"GET /x", "HEAD /x", "POST /x", "PUT /x", "PATCH /x", "DELETE /x", "OPTIONS /x",
@@ -42,7 +42,7 @@ func TestUnregisteredMethodsRefused(t *testing.T) {
 		t.Errorf("listed extension methods: %v", err)
 	}
 	for _, ext := range []string{"fetch", "FE TCH", "", "TRACE"} {
-		if err := compileRoutes(t, []string{ext}); err == nil || !strings.Contains(err.Error(), "extension_methods[0]") {
+		if err := compileRoutes(t, []string{ext}); err == nil || !strings.Contains(err.Error(), "ExtensionMethods[0]") {
 			t.Errorf("extension_methods [%q]: err = %v, want an error naming it", ext, err)
 		}
 	}

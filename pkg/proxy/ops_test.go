@@ -1,13 +1,13 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 )
 
 func TestOpsEndpointsAndAccessLog(t *testing.T) {
@@ -69,23 +69,8 @@ func TestOpsEndpointsAndAccessLog(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the shared log sink safe for concurrent writers.
+type syncBuffer = testsupport.SyncBuffer
 
 // What operators expect: requests by status code and method, a duration
 // histogram of whole requests, reload counters, and oauth2-proxy's probe

@@ -1,20 +1,12 @@
 package proxy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,10 +25,10 @@ func TestUpstreamProtocolChecked(t *testing.T) {
 		{"https://x", ProtocolH2, time.Minute, ""},
 		{"http://x", ProtocolHTTP1, 0, ""},
 		{"https://x", ProtocolAuto, 0, ""},
-		{"http://x", ProtocolH2, 0, "upstream.protocol h2 is HTTP/2 over TLS"},
-		{"https://x", ProtocolH2C, 0, "upstream.protocol h2c is HTTP/2 without TLS"},
-		{"http://x", "HTTP2", 0, `upstream.protocol "HTTP2"`},
-		{"http://x", "", -time.Second, "upstream.stream_timeout must not be negative"},
+		{"http://x", ProtocolH2, 0, "Upstream.Protocol h2 is HTTP/2 over TLS"},
+		{"https://x", ProtocolH2C, 0, "Upstream.Protocol h2c is HTTP/2 without TLS"},
+		{"http://x", "HTTP2", 0, `Upstream.Protocol "HTTP2"`},
+		{"http://x", "", -time.Second, "Upstream.StreamTimeout must not be negative"},
 	} {
 		s := testConfig(idpSrv, c.url)
 		s.Upstream.Protocol, s.Upstream.StreamTimeout = c.protocol, c.stream
@@ -57,7 +49,7 @@ func TestUpstreamProtocolChecked(t *testing.T) {
 		t.Errorf("inherited protocol: %v", err)
 	}
 	s.Upstreams[1].Protocol = ""
-	if _, err := Compile(s.Config, s.IDP); err == nil || !strings.Contains(err.Error(), "upstreams[1].protocol h2c") {
+	if _, err := Compile(s.Config, s.IDP); err == nil || !strings.Contains(err.Error(), "Upstreams[1].Protocol h2c") {
 		t.Errorf("inherited h2c on https: %v", err)
 	}
 }
@@ -98,27 +90,6 @@ func TestUpstreamProtocols(t *testing.T) {
 // selfSignedPair returns a certificate for 127.0.0.1 and the path of a
 // PEM file holding it (as a CA file).
 func selfSignedPair(t *testing.T) (tls.Certificate, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, file
+	c := testsupport.SelfSigned(t, "127.0.0.1", x509.ExtKeyUsageServerAuth)
+	return c.TLS, c.CertFile
 }

@@ -124,7 +124,7 @@ func NewCompiled(plugin *idp.Plugin, c *Compiled, o Options) (*Proxy, error) {
 		return nil, errors.New("proxy: NewCompiled needs an *idp.Plugin")
 	}
 	if !c.sameCompileInputs(plugin.Config()) {
-		return nil, errors.New("proxy: NewCompiled: the plugin's include_routes, auth_prefix, excluded_paths or issuer names differ from those the rules were compiled against")
+		return nil, errors.New("proxy: NewCompiled: the plugin's IncludeRoutes, AuthPrefix, ExcludedPaths or issuer names differ from those the rules were compiled against")
 	}
 	if c.used.Swap(true) {
 		return nil, errors.New("proxy: NewCompiled: this Compiled already serves a Proxy: compile again")

@@ -126,7 +126,7 @@ func TestProviderOutages(t *testing.T) {
 	idp2.SetDown(false)
 	// Refresh joins a background fetch that may have started while the
 	// provider was down; the next one succeeds.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	for err := p2.Plugin().Refresh(ctx); err != nil; err = p2.Plugin().Refresh(ctx) {
 		if ctx.Err() != nil {

@@ -159,7 +159,7 @@ func TestReadyzIssuerKeysWithReason(t *testing.T) {
 	}
 	// ci's provider answers again: the error is gone with the next fetch.
 	ci.SetDown(false)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	until(t, "ci's keys", func() bool { return p.Plugin().Refresh(ctx) == nil })
 	if code, rep, body := readyz(t, ops); code != http.StatusOK || rep.Status != "ready" || !rep.Issuers[1].KeysLoaded || rep.Issuers[1].Error != "" {

@@ -15,7 +15,7 @@ import (
 // waiting for its context.
 func closedWithin(t *testing.T, p *Proxy, d time.Duration) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	err := p.Plugin().WaitReady(ctx)
 	if err == nil {

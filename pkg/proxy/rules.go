@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/idp-proxy/idp-proxy/internal/fielderr"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 )
 
@@ -111,7 +110,7 @@ func compileRules(routes []RouteConfig, defaultPolicy string, excluded []string,
 		}
 		if p := patternPath(r.pattern); rs.exclude[p] != nil && !strings.Contains(p, "{") {
 			// The excluded path is public before any rule is looked at.
-			errs = append(errs, keyErrorf(keys("idp.excluded_paths"), "routes[%d] %q: its path %q is in idp.excluded_paths, which serves it without a token before any rule: remove one of the two", i, rc.Match, p))
+			errs = append(errs, fieldErrorf(fields("IDP.ExcludedPaths"), "%s %q: its path %q is in %s, which serves it without a token before any rule: remove one of the two", named("Routes[%d]", i), rc.Match, p, named("IDP.ExcludedPaths")))
 			continue
 		}
 		if err := register(rs.mux, r.pattern, r); err != nil {
@@ -187,59 +186,68 @@ func caseFolded(s string) bool {
 }
 
 func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
-	name := "routes[" + strconv.Itoa(i) + "] " + strconv.Quote(rc.Match)
+	route := fmt.Sprintf("Routes[%d]", i)
+	// bad reports a problem of the rule's field (a Go path under
+	// Routes[i]), naming the rule first: Routes[0] "GET /x": ...
+	bad := func(field, format string, args ...any) error {
+		return fieldErrorf(fields(route+field), "%s %q: "+format, append([]any{named("%s", route), rc.Match}, args...)...)
+	}
+	// its names a field of the rule by its last element.
+	its := func(field string) fielderr.Ref { return leaf("%s", route+field) }
 	if strings.TrimSpace(rc.Match) == "" {
-		return nil, fmt.Errorf("proxy: routes[%d]: match is required", i)
+		return nil, missingFieldf(fields(route+".Match"), "%s: %s is required", named("%s", route), its(".Match"))
 	}
 	strategy, err := idp.ParseMatchStrategy(rc.Strategy)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+		return nil, bad(".Strategy", "%w", err)
 	}
 	// Host names are case-insensitive: one spelling, lower case, as
 	// requests are judged (canonicalHost) and as upstreams are chosen.
 	match := lowerPatternHost(rc.Match)
 	if h := patternHost(match); h != canonicalHost(h) {
 		// A trailing dot: dropped from request hosts, it never matches.
-		return nil, fmt.Errorf("proxy: %s: write the host %q as %q", name, h, canonicalHost(h))
+		return nil, bad(".Match", "write the host %q as %q", h, canonicalHost(h))
 	}
 	if err := neverMatches(match); err != nil {
-		return nil, fmt.Errorf("proxy: %s: %w", name, err)
+		return nil, bad(".Match", "%w", err)
 	}
 	r := &rule{index: i, pattern: match, label: match}
-	if r.dpop, err = compileRuleDPoP(i, name, rc.DPoP); err != nil {
-		return nil, err
+	if r.dpop, err = compileRuleDPoP(rc.DPoP); err != nil {
+		return nil, bad(".DPoP", "%s %q: want off, allowed or required", its(".DPoP"), rc.DPoP)
 	}
 	hasReq := len(rc.Roles) > 0 || len(rc.ClientRoles) > 0 || len(rc.Scopes) > 0 || len(rc.Groups) > 0 ||
 		len(rc.Claims) > 0 || len(rc.EmailDomains) > 0
 	if rc.Public {
 		if hasReq {
-			return nil, fmt.Errorf("proxy: %s: public excludes roles, client_roles, scopes, groups, claims and email_domains", name)
+			return nil, bad(".Public", "%s excludes %s, %s, %s, %s, %s and %s", its(".Public"),
+				its(".Roles"), its(".ClientRoles"), its(".Scopes"), its(".Groups"), its(".Claims"), its(".EmailDomains"))
 		}
 		if len(rc.Issuers) > 0 {
-			return nil, keyErrorf(keys(fmt.Sprintf("routes[%d].issuers", i)), "%s: public excludes issuers: a public route takes requests without a token", name)
+			return nil, bad(".Issuers", "%s excludes %s: a public route takes requests without a token", its(".Public"), its(".Issuers"))
 		}
 		if rc.Strategy != "" {
-			return nil, fmt.Errorf("proxy: %s: strategy makes no sense on a public rule", name)
+			return nil, bad(".Strategy", "%s makes no sense on a public rule", its(".Strategy"))
 		}
 		r.policy = policyPublic
 		r.desc = "public"
 		return r, nil
 	}
 	if !hasReq && rc.Strategy != "" {
-		return nil, fmt.Errorf("proxy: %s: strategy without roles, client_roles, scopes, groups or claims", name)
+		return nil, bad(".Strategy", "%s without %s, %s, %s, %s or %s", its(".Strategy"),
+			its(".Roles"), its(".ClientRoles"), its(".Scopes"), its(".Groups"), its(".Claims"))
 	}
 	if err := checkItems(rc.Roles); err != nil {
-		return nil, fmt.Errorf("proxy: %s: roles: %w", name, err)
+		return nil, bad(".Roles", "%s: %w", its(".Roles"), err)
 	}
 	if err := checkItems(rc.Scopes); err != nil {
-		return nil, fmt.Errorf("proxy: %s: scopes: %w", name, err)
+		return nil, bad(".Scopes", "%s: %w", its(".Scopes"), err)
 	}
 	if err := checkItems(rc.Groups); err != nil {
-		return nil, fmt.Errorf("proxy: %s: groups: %w", name, err)
+		return nil, bad(".Groups", "%s: %w", its(".Groups"), err)
 	}
 	var descs []string
 	if len(rc.Issuers) > 0 {
-		if err := checkIssuerNames(i, name, rc.Issuers, issuers); err != nil {
+		if err := checkIssuerNames(i, rc.Match, rc.Issuers, issuers); err != nil {
 			return nil, err
 		}
 		g := idp.RequireIssuers(rc.Issuers...)
@@ -258,13 +266,13 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	sort.Strings(clients)
 	for _, c := range clients {
 		if c == "" {
-			return nil, fmt.Errorf("proxy: %s: client_roles: empty client ID", name)
+			return nil, bad(".ClientRoles", "%s: empty client ID", its(".ClientRoles"))
 		}
 		if len(rc.ClientRoles[c]) == 0 {
-			return nil, fmt.Errorf("proxy: %s: client_roles[%s]: no roles", name, c)
+			return nil, bad(".ClientRoles["+c+"]", "%s[%s]: no roles", its(".ClientRoles"), c)
 		}
 		if err := checkItems(rc.ClientRoles[c]); err != nil {
-			return nil, fmt.Errorf("proxy: %s: client_roles[%s]: %w", name, c, err)
+			return nil, bad(".ClientRoles["+c+"]", "%s[%s]: %w", its(".ClientRoles"), c, err)
 		}
 		g := idp.RequireClientRoles(c, strategy, rc.ClientRoles[c]...)
 		r.guards = append(r.guards, g)
@@ -283,7 +291,7 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	if len(rc.Claims) > 0 {
 		g, err := claimsGuard(strategy, rc.Claims)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: %s: claims: %w", name, err)
+			return nil, bad(".Claims", "%s: %w", its(".Claims"), err)
 		}
 		r.guards = append(r.guards, g)
 		descs = append(descs, describe(g))
@@ -291,7 +299,7 @@ func compileRule(i int, rc RouteConfig, issuers []string) (*rule, error) {
 	if len(rc.EmailDomains) > 0 {
 		g, err := idp.NewEmailDomainsGuard(rc.EmailDomains...)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: %s: email_domains: %w", name, err)
+			return nil, bad(".EmailDomains", "%s: %w", its(".EmailDomains"), err)
 		}
 		r.guards = append(r.guards, g)
 		descs = append(descs, describe(g))
@@ -320,31 +328,6 @@ func claimsGuard(s idp.MatchStrategy, claims map[string][]any) (idp.Guard, error
 		return nil, errors.New(strings.TrimPrefix(strings.TrimPrefix(err.Error(), "idp: "), "claims: "))
 	}
 	return g, nil
-}
-
-// checkIssuerNames reports a rule's issuers list that names an issuer
-// not configured, or one twice, as a *KeyError of routes[i].issuers with a
-// hint: the names configured, and the closest one.
-func checkIssuerNames(i int, name string, names, known []string) error {
-	key := keys(fmt.Sprintf("routes[%d].issuers", i))
-	for j, n := range names {
-		if slices.Contains(names[:j], n) {
-			return keyErrorf(key, "%s: issuers: %q is listed twice", name, n)
-		}
-		if slices.Contains(known, n) {
-			continue
-		}
-		hint := ""
-		for _, k := range known {
-			if strings.EqualFold(k, n) || strings.Contains(k, n) || strings.Contains(n, k) {
-				hint = fmt.Sprintf(" (did you mean %q?)", k)
-				break
-			}
-		}
-		return keyErrorf(key, "%s: issuers: unknown issuer %q%s; the trusted issuers are %s (idp.issuer_name and the names of idp.issuers)",
-			name, n, hint, strings.Join(known, ", "))
-	}
-	return nil
 }
 
 // neverMatches explains why a rule's pattern can never match a request

@@ -141,7 +141,7 @@ func TestRulesThatNeverMatchAreErrors(t *testing.T) {
 	// could never apply.
 	excluded := []string{"/health", "/admin/open"}
 	_, err := compileRules([]RouteConfig{{Match: "GET /health", Roles: []string{"ops"}}}, PolicyAuthenticated, excluded)
-	if err == nil || !strings.Contains(err.Error(), "is in idp.excluded_paths") {
+	if err == nil || !strings.Contains(err.Error(), "is in IDP.ExcludedPaths") {
 		t.Errorf("rule on an excluded path: err = %v", err)
 	}
 	// Wildcards and subtrees that merely contain an excluded path are the

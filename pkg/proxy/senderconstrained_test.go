@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/sha256"
@@ -289,7 +288,7 @@ func TestDPoPForwardAuth_RFC9449_4_3(t *testing.T) {
 // replay cache is refused there.
 func TestDPoPReplayAcrossReplicas_RFC9449_11_1(t *testing.T) {
 	u := testneed.RedisURL(t, "the shared DPoP replay cache")
-	store, err := redisstore.Open(context.Background(), u, "dpop-test-"+time.Now().Format("150405.000000")+":")
+	store, err := redisstore.Open(t.Context(), u, "dpop-test-"+time.Now().Format("150405.000000")+":")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +393,7 @@ func TestBoundTokensWithoutBindingRefused_RFC8705_3(t *testing.T) {
 		if resp, _ := s.send(t, "GET", "/abc1234", "Bearer", tok); resp.StatusCode != 200 || s.up.last(t).Header.Get("X-Auth-Request-User") != "" {
 			t.Fatalf("%s on a public route: %d", name, resp.StatusCode)
 		}
-		if d, err := s.p.Decide(context.Background(), "POST", "/shorten", tok); err != nil || d.Status != 401 {
+		if d, err := s.p.Decide(t.Context(), "POST", "/shorten", tok); err != nil || d.Status != 401 {
 			t.Fatalf("Decide = %+v, %v", d, err)
 		}
 	}

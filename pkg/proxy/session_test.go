@@ -1,18 +1,16 @@
 package proxy
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 )
@@ -46,7 +44,7 @@ func sessionProxy(t testing.TB, idpSrv *idptest.Server, up string, mutate func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Plugin().WaitReady(context.Background()); err != nil {
+	if err := p.Plugin().WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(p)
@@ -63,25 +61,11 @@ func sessionProvider(t testing.TB) *idptest.Server {
 	return srv
 }
 
-// browser is a cookie-keeping client that does not follow redirects.
-func browser(t testing.TB) *http.Client {
-	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-func navigate(t testing.TB, c *http.Client, u string) *http.Response {
-	t.Helper()
-	r, _ := http.NewRequest(http.MethodGet, u, nil)
-	r.Header.Set("Accept", "text/html")
-	resp, err := c.Do(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp
-}
+// browser and navigate walk a sign-in one hop at a time.
+var (
+	browser  = testsupport.Browser
+	navigate = testsupport.Navigate
+)
 
 // A web app behind the proxy: the browser is signed in and brought back;
 // the upstream gets the identity headers and the access token, never the

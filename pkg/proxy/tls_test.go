@@ -1,24 +1,19 @@
 package proxy
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"io"
 	"log"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // writePEM writes the test server's certificate as a CA file.
@@ -37,27 +32,9 @@ func writePEM(t *testing.T, srv *httptest.Server) string {
 func TestUpstreamTLS(t *testing.T) {
 	idpSrv := newProvider(t)
 	// A self-signed client certificate.
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idp-proxy"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := testsupport.SelfSigned(t, "idp-proxy", x509.ExtKeyUsageClientAuth)
 	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
-	clientPool := x509.NewCertPool()
-	leaf, _ := x509.ParseCertificate(der)
-	clientPool.AddCert(leaf)
+	certFile, keyFile, clientPool := client.CertFile, client.KeyFile, client.Pool
 
 	mtls := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "client=%d", len(r.TLS.PeerCertificates))
@@ -77,8 +54,8 @@ func TestUpstreamTLS(t *testing.T) {
 		{name: "CA and client certificate", ca: ca, cert: certFile, key: keyFile, status: 200, body: "client=1"},
 		{name: "CA without the client certificate", ca: ca, status: 502},
 		{name: "system roots only", cert: certFile, key: keyFile, status: 502},
-		{name: "missing CA file", ca: filepath.Join(dir, "nope.pem"), newError: "upstream.ca_file"},
-		{name: "CA file without PEM", ca: keyFile + ".none", newError: "upstream.ca_file"},
+		{name: "missing CA file", ca: filepath.Join(dir, "nope.pem"), newError: "Upstream.CAFile"},
+		{name: "CA file without PEM", ca: keyFile + ".none", newError: "Upstream.CAFile"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(idpSrv, mtls.URL)

@@ -29,7 +29,7 @@ func TestTraceThroughProxyIntoShortener(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "1.0")
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	setup := func(name string) *otlpexport.Provider {
-		p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: name})
+		p, err := otlpexport.Setup(t.Context(), otlpexport.Options{ServiceName: name})
 		if err != nil {
 			t.Fatal(err)
 		}

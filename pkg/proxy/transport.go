@@ -91,18 +91,18 @@ func upstreamTLS(c UpstreamConfig) (*tls.Config, error) {
 	if c.CAFile != "" {
 		pem, err := os.ReadFile(c.CAFile)
 		if err != nil {
-			return nil, keyErrorf(keys("upstream.ca_file"), "upstream.ca_file: %w", err)
+			return nil, fieldErrorf(fields("Upstream.CAFile"), "%s: %w", named("Upstream.CAFile"), err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, keyErrorf(keys("upstream.ca_file"), "upstream.ca_file %s holds no PEM certificate", c.CAFile)
+			return nil, fieldErrorf(fields("Upstream.CAFile"), "%s %s holds no PEM certificate", named("Upstream.CAFile"), c.CAFile)
 		}
 		cfg.RootCAs = pool
 	}
 	if c.ClientCertFile != "" || c.ClientKeyFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
 		if err != nil {
-			return nil, keyErrorf(keys("upstream.client_cert_file"), "upstream.client_cert_file/client_key_file: %w", err)
+			return nil, fieldErrorf(fields("Upstream.ClientCertFile"), "%s/%s: %w", named("Upstream.ClientCertFile"), leaf("Upstream.ClientKeyFile"), err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}

@@ -142,13 +142,15 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 		return nil, nil
 	}
 	var errs []error
+	// bad reports a problem of Upstreams[i], which it names first.
 	bad := func(i int, format string, args ...any) {
-		k := fmt.Sprintf("upstreams[%d]", i)
-		errs = append(errs, keyErrorf(keys(k), k+": "+format, args...))
+		k := fmt.Sprintf("Upstreams[%d]", i)
+		errs = append(errs, fieldErrorf(fields(k), "%s: "+format, append([]any{named(k)}, args...)...))
 	}
 	if cfg.Upstream.URL != "" {
-		errs = append(errs, keyErrorf(keys("upstreams", "upstream.url"),
-			"upstream.url and upstreams are exclusive: name every app in upstreams (the upstream section then only gives the transport defaults)"))
+		errs = append(errs, fieldErrorf(fields("Upstreams", "Upstream.URL"),
+			"%s and %s are exclusive: name every app in %[2]s (the %s section then only gives the transport defaults)",
+			named("Upstream.URL"), named("Upstreams"), named("Upstream")))
 	}
 	s := &upstreamSet{byHost: map[string]*upstream{}, pathHosts: map[string]bool{}, mux: http.NewServeMux()}
 	seen := map[string]int{}
@@ -156,27 +158,27 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 	for i, rc := range cfg.Upstreams {
 		host, path, err := splitUpstreamMatch(rc.Match)
 		if err != nil {
-			bad(i, "match %q: %v", rc.Match, err)
+			bad(i, "%s %q: %v", leaf("Upstreams[%d].Match", i), rc.Match, err)
 			continue
 		}
 		key := host + path
 		if j, ok := seen[key]; ok {
-			bad(i, "match %q: upstreams[%d] has the same pattern", rc.Match, j)
+			bad(i, "%s %q: %s has the same pattern", leaf("Upstreams[%d].Match", i), rc.Match, named("Upstreams[%d]", j))
 			continue
 		}
 		seen[key] = i
 		uc := rc.UpstreamConfig.Inherit(cfg.Upstream)
-		prefix := fmt.Sprintf("upstreams[%d].", i)
+		prefix := fmt.Sprintf("Upstreams[%d].", i)
 		if uerrs := uc.validate(prefix); len(uerrs) > 0 {
 			errs = append(errs, uerrs...)
 			continue
 		}
 		if uc.URL == "" {
-			k := fmt.Sprintf("upstreams[%d]", i)
-			errs = append(errs, missingKeyf(keys(k), k+": url is required"))
+			k := fmt.Sprintf("Upstreams[%d]", i)
+			errs = append(errs, missingFieldf(fields(k), "%s: %s is required", named(k), leaf(k+".URL")))
 			continue
 		}
-		if err := checkCredential(prefix+"credential", uc.Credential); err != nil {
+		if err := checkCredential(prefix+"Credential", uc.Credential); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -185,10 +187,8 @@ func compileUpstreams(cfg Config) (*upstreamSet, error) {
 			continue
 		}
 		hc := rc.Headers.apply(cfg.Headers)
-		if herrs := hc.validate(); len(herrs) > 0 {
-			for _, e := range herrs {
-				bad(i, "headers: %v", e)
-			}
+		if herrs := hc.validate(fmt.Sprintf("Upstreams[%d].Headers", i)); len(herrs) > 0 {
+			errs = append(errs, herrs...)
 			continue
 		}
 		u, _ := url.Parse(uc.URL) // validated

@@ -161,22 +161,22 @@ func TestUpstreamsRefused(t *testing.T) {
 		{"trailing dot", []UpstreamRoute{{Match: "a.test./", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "trailing dot"},
 		{"wildcard", []UpstreamRoute{{Match: "*.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "exact names"},
 		{"dot path", []UpstreamRoute{{Match: "a.test/x/../y/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1"}}}, "", "path"},
-		{"no url", []UpstreamRoute{{Match: "a.test/"}}, "", "upstreams[0]: url is required"},
-		{"bad url", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "ftp://x"}}}, "", "upstreams[0].url"},
-		{"negative timeout", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Timeout: -1}}}, "", "upstreams[0].timeout"},
+		{"no url", []UpstreamRoute{{Match: "a.test/"}}, "", "Upstreams[0]: URL is required"},
+		{"bad url", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "ftp://x"}}}, "", "Upstreams[0].URL"},
+		{"negative timeout", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Timeout: -1}}}, "", "Upstreams[0].Timeout"},
 		{"duplicate", []UpstreamRoute{
 			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}},
 			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://y"}},
-		}, "", "upstreams[1]: match \"a.test/\": upstreams[0] has the same pattern"},
+		}, "", "Upstreams[1]: Match \"a.test/\": Upstreams[0] has the same pattern"},
 		{"duplicate in another case", []UpstreamRoute{
 			{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}},
 			{Match: "A.Test/", UpstreamConfig: UpstreamConfig{URL: "http://y"}},
-		}, "", "upstreams[1]: match \"A.Test/\": upstreams[0] has the same pattern"},
-		{"h2 without TLS", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Protocol: ProtocolH2}}}, "", "upstreams[0].protocol h2 is HTTP/2 over TLS"},
-		{"h2c over TLS", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "https://x", Protocol: ProtocolH2C}}}, "", "upstreams[0].protocol h2c is HTTP/2 without TLS"},
-		{"unknown protocol", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Protocol: "spdy"}}}, "", `upstreams[0].protocol "spdy"`},
-		{"negative stream timeout", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", StreamTimeout: -1}}}, "", "upstreams[0].stream_timeout"},
-		{"reserved header", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}, Headers: UpstreamHeaders{Email: ptr("Authorization")}}}, "", "upstreams[0]: headers"},
+		}, "", "Upstreams[1]: Match \"A.Test/\": Upstreams[0] has the same pattern"},
+		{"h2 without TLS", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Protocol: ProtocolH2}}}, "", "Upstreams[0].Protocol h2 is HTTP/2 over TLS"},
+		{"h2c over TLS", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "https://x", Protocol: ProtocolH2C}}}, "", "Upstreams[0].Protocol h2c is HTTP/2 without TLS"},
+		{"unknown protocol", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", Protocol: "spdy"}}}, "", `Upstreams[0].Protocol "spdy"`},
+		{"negative stream timeout", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x", StreamTimeout: -1}}}, "", "Upstreams[0].StreamTimeout"},
+		{"reserved header", []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://x"}, Headers: UpstreamHeaders{Email: ptr("Authorization")}}}, "", "Upstreams[0].Headers.Email"},
 	} {
 		s := testConfig(srv, c.url)
 		s.Upstreams = c.ups

@@ -299,27 +299,27 @@ func TestExchangeConfigErrors(t *testing.T) {
 		key  string
 		want string
 	}{
-		{"exchange without secret", func(s *testSetup) { s.Upstream.Credential = CredentialExchange }, "idp.client_secret", "needs idp.client_secret"},
+		{"exchange without secret", func(s *testSetup) { s.Upstream.Credential = CredentialExchange }, "IDP.ClientSecret", "needs IDP.ClientSecret"},
 		{"client_credentials without secret", func(s *testSetup) {
 			s.Upstream.URL = ""
 			s.Upstreams = []UpstreamRoute{{Match: "a.test/", UpstreamConfig: UpstreamConfig{URL: "http://127.0.0.1:1", Credential: CredentialClientCredentials}}}
-		}, "upstreams[0].credential", "needs idp.client_secret"},
-		{"scopes without a token mode", func(s *testSetup) { s.Upstream.Scopes = []string{"a"} }, "upstream.scopes", "exchange and client_credentials"},
+		}, "Upstreams[0].Credential", "needs IDP.ClientSecret"},
+		{"scopes without a token mode", func(s *testSetup) { s.Upstream.Scopes = []string{"a"} }, "Upstream.Scopes", "exchange and client_credentials"},
 		{"bad scope", func(s *testSetup) {
 			s.IDP.ClientSecret = "x"
 			s.Upstream.Credential, s.Upstream.Scopes = CredentialExchange, []string{"a b"}
-		}, "upstream.scopes", "not a scope"},
+		}, "Upstream.Scopes", "not a scope"},
 		{"assertion in Authorization", func(s *testSetup) {
 			s.IDP.ClientSecret = "x"
 			s.Upstream.Credential = CredentialClientCredentials
 			s.Assertion.IssuerURL, s.Assertion.KeyFile, s.Assertion.Header = "https://p.example.com", "k.pem", "Authorization"
-		}, "assertion.header", "choose another header"},
+		}, "Assertion.Header", "choose another header"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := testConfig(srv, "http://127.0.0.1:1")
 			c.edit(&s)
 			_, err := Compile(s.Config, s.IDP)
-			var ke *KeyError
+			var ke *FieldError
 			if err == nil || !errors.As(err, &ke) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.key) {
 				t.Fatalf("error %v, want one on %s saying %q", err, c.key, c.want)
 			}

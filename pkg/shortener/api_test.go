@@ -168,7 +168,7 @@ func TestCustomCodes(t *testing.T) {
 				if rec := a.call("GET", "/"+in.Code, "", ""); rec.Code != 302 || rec.Header().Get("Location") != "https://example.com/a" {
 					t.Fatalf("%s: redirect %d %q", tc.name, rec.Code, rec.Header().Get("Location"))
 				}
-				if err := a.svc.Delete(context.Background(), in.Code, shortener.Caller{ID: "alice"}); err != nil {
+				if err := a.svc.Delete(t.Context(), in.Code, shortener.Caller{ID: "alice"}); err != nil {
 					t.Fatal(err)
 				}
 			}

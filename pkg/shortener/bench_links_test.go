@@ -1,7 +1,6 @@
 package shortener_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,7 +63,7 @@ func BenchmarkRedirectHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
-			if err := svc.Close(context.Background()); err != nil {
+			if err := svc.Close(b.Context()); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -77,7 +76,7 @@ func BenchmarkRedirectHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
-			if err := svc.Close(context.Background()); err != nil {
+			if err := svc.Close(b.Context()); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -92,7 +91,7 @@ func BenchmarkRedirectHTTP(b *testing.B) {
 				b.Fatal(err)
 			}
 			loadHTTP(b, newHandler(b, svc, shortener.HandlerOptions{}), paths)
-			if err := svc.Close(context.Background()); err != nil {
+			if err := svc.Close(b.Context()); err != nil {
 				b.Fatal(err)
 			}
 		})
@@ -182,13 +181,13 @@ func BenchmarkList1M(b *testing.B) {
 				}
 				st = s
 				for chunk := range owners * perOwner / 100_000 {
-					if err := s.Import(context.Background(), ownedLinks(chunk*100_000, 100_000, owners)); err != nil {
+					if err := s.Import(b.Context(), ownedLinks(chunk*100_000, 100_000, owners)); err != nil {
 						b.Fatal(err)
 					}
 				}
 			case "pg":
 				dsn, _ := pgtest.Schema(b, pgtest.DSN(b, "the PostgreSQL benchmarks"), "shortener_bench_")
-				s, err := pgstore.Open(context.Background(), dsn)
+				s, err := pgstore.Open(b.Context(), dsn)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -269,7 +268,7 @@ func makeLinksFrom(from, n int) []shortener.Link {
 
 // loadOwned bulk-loads n owned links into PostgreSQL with COPY.
 func loadOwned(b *testing.B, dsn string, n, owners int) {
-	ctx := context.Background()
+	ctx := b.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
@@ -340,7 +339,7 @@ func BenchmarkRedirectCost(b *testing.B) {
 					b.Fatal(err)
 				}
 				serve(b, newHandler(b, svc, shortener.HandlerOptions{}))
-				if err := svc.Close(context.Background()); err != nil {
+				if err := svc.Close(b.Context()); err != nil {
 					b.Fatal(err)
 				}
 			})
@@ -357,7 +356,7 @@ func BenchmarkRedirectCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			serve(b, newHandler(b, svc, shortener.HandlerOptions{}))
-			if err := svc.Close(context.Background()); err != nil {
+			if err := svc.Close(b.Context()); err != nil {
 				b.Fatal(err)
 			}
 		})

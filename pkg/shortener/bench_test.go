@@ -1,7 +1,6 @@
 package shortener_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -57,7 +56,7 @@ func benchStores() []benchStore {
 			s := memstore.New()
 			return s, func(links []shortener.Link) {
 				for _, l := range links {
-					if err := s.Create(context.Background(), l); err != nil {
+					if err := s.Create(b.Context(), l); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -69,7 +68,7 @@ func benchStores() []benchStore {
 				b.Fatal(err)
 			}
 			return s, func(links []shortener.Link) {
-				if err := s.Import(context.Background(), links); err != nil {
+				if err := s.Import(b.Context(), links); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -80,7 +79,7 @@ func benchStores() []benchStore {
 
 func openPG(b *testing.B) (shortener.Store, func([]shortener.Link)) {
 	loadDSN, _ := pgtest.Schema(b, pgtest.DSN(b, "the PostgreSQL benchmarks"), "shortener_bench_")
-	s, err := pgstore.Open(context.Background(), pgtest.WithParam(b, loadDSN, "pool_max_conns", "32"))
+	s, err := pgstore.Open(b.Context(), pgtest.WithParam(b, loadDSN, "pool_max_conns", "32"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func openPG(b *testing.B) (shortener.Store, func([]shortener.Link)) {
 
 // loadPG bulk-loads links with COPY.
 func loadPG(b *testing.B, dsn string, links []shortener.Link) {
-	ctx := context.Background()
+	ctx := b.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
@@ -264,7 +263,7 @@ func BenchmarkStore(b *testing.B) {
 			s, load := bs.open(b)
 			defer s.Close()
 			load(links)
-			ctx := context.Background()
+			ctx := b.Context()
 			b.Run("Get", func(b *testing.B) {
 				b.ReportAllocs()
 				i := 0

@@ -70,7 +70,7 @@ func TestCacheServesRepeatsWithoutTheStore(t *testing.T) {
 		if rec.Code != http.StatusFound || rec.Header().Get("Location") != "https://example.com/a" {
 			t.Fatalf("GET = %d %q", rec.Code, rec.Header().Get("Location"))
 		}
-		if l, err := s.Resolve(context.Background(), "Abc1234"); err != nil || l.URL != "https://example.com/a" {
+		if l, err := s.Resolve(t.Context(), "Abc1234"); err != nil || l.URL != "https://example.com/a" {
 			t.Fatalf("Resolve = %+v, %v", l, err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestCacheOff(t *testing.T) {
 	st.set("Abc1234", "https://example.com/a")
 	s, _ := New(st, Options{})
 	for range 3 {
-		if _, err := s.Resolve(context.Background(), "Abc1234"); err != nil {
+		if _, err := s.Resolve(t.Context(), "Abc1234"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +97,7 @@ func TestCacheOff(t *testing.T) {
 }
 
 func TestCacheMissesAndErrorsAreNotCached(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := newCountingStore()
 	s, _ := New(st, Options{CacheSize: 10})
 	if _, err := s.Resolve(ctx, "Later12"); !errors.Is(err, ErrNotFound) {
@@ -122,7 +122,7 @@ func TestCacheMissesAndErrorsAreNotCached(t *testing.T) {
 }
 
 func TestCacheTTL(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
 	st := newCountingStore()
 	st.set("Gone123", "https://example.com/old")
@@ -142,7 +142,7 @@ func TestCacheTTL(t *testing.T) {
 }
 
 func TestCacheBounded(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	st := newCountingStore()
 	for i := range 1000 {
 		st.set(fmt.Sprintf("Code%03d", i), fmt.Sprintf("https://example.com/%d", i))
@@ -182,7 +182,7 @@ func TestCacheBounded(t *testing.T) {
 // CacheStaleIfError more; never when the store answers that it is gone,
 // and not at all when CacheStaleIfError is negative.
 func TestCacheServesStaleWhileTheStoreFails(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		staleIfError time.Duration
 		wantStale    bool

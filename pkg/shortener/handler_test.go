@@ -157,7 +157,7 @@ func TestShortenCreated(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), "&d=") {
 			t.Fatalf("URL was HTML-escaped in %s", rec.Body)
 		}
-		l, err := st.Store.Get(context.Background(), c.ShortCode)
+		l, err := st.Store.Get(t.Context(), c.ShortCode)
 		if err != nil || l.URL != c.URL || l.CreatedBy != "" || l.CreatedAt.IsZero() {
 			t.Fatalf("stored %+v, %v", l, err)
 		}
@@ -391,7 +391,7 @@ func TestOwner(t *testing.T) {
 		if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &c) != nil {
 			t.Fatalf("%s: %d %s", tc.name, rec.Code, rec.Body)
 		}
-		l, err := st.Store.Get(context.Background(), c.ShortCode)
+		l, err := st.Store.Get(t.Context(), c.ShortCode)
 		if err != nil || l.CreatedBy != tc.want {
 			t.Fatalf("%s: created_by = %q (%v), want %q", tc.name, l.CreatedBy, err, tc.want)
 		}

@@ -2,7 +2,6 @@ package shortener_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -160,13 +159,13 @@ func TestVisitCounting(t *testing.T) {
 	if got := decodeJSON[linkJSON](t, a.call("GET", "/links/"+l.ShortCode, "alice", ""), 200); got.Visits != 5 {
 		t.Fatalf("visits = %d, want 5 (counted in memory)", got.Visits)
 	}
-	if stored, _ := a.st.Store.Get(context.Background(), l.ShortCode); stored.Visits != 0 {
+	if stored, _ := a.st.Store.Get(t.Context(), l.ShortCode); stored.Visits != 0 {
 		t.Fatalf("stored before the flush: %d", stored.Visits)
 	}
-	if err := a.svc.Close(context.Background()); err != nil {
+	if err := a.svc.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if stored, _ := a.st.Store.Get(context.Background(), l.ShortCode); stored.Visits != 5 {
+	if stored, _ := a.st.Store.Get(t.Context(), l.ShortCode); stored.Visits != 5 {
 		t.Fatalf("stored after Close: %d, want 5", stored.Visits)
 	}
 	if got := decodeJSON[linkJSON](t, a.call("GET", "/links/"+l.ShortCode, "alice", ""), 200); got.Visits != 5 {
@@ -182,7 +181,7 @@ func TestVisitFlushInterval(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if stored, _ := a.st.Store.Get(context.Background(), l.ShortCode); stored.Visits == 3 {
+		if stored, _ := a.st.Store.Get(t.Context(), l.ShortCode); stored.Visits == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -200,7 +199,7 @@ func TestVisitFlushInterval(t *testing.T) {
 	a.st.failWriteVisits.Store(false)
 	deadline = time.Now().Add(5 * time.Second)
 	for {
-		if stored, _ := a.st.Store.Get(context.Background(), l.ShortCode); stored.Visits == 4 {
+		if stored, _ := a.st.Store.Get(t.Context(), l.ShortCode); stored.Visits == 4 {
 			break
 		}
 		if time.Now().After(deadline) {

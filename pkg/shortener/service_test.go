@@ -78,7 +78,7 @@ func TestCodeGrowsOnCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	for want := 7; want <= 9; want++ {
-		l, err := s.Shorten(context.Background(), "https://example.com/", "")
+		l, err := s.Shorten(t.Context(), "https://example.com/", "")
 		if err != nil || len(l.Code) != want {
 			t.Fatalf("code %q (%v), want length %d", l.Code, err, want)
 		}
@@ -87,7 +87,7 @@ func TestCodeGrowsOnCollision(t *testing.T) {
 
 func TestCodeSpaceExhausted(t *testing.T) {
 	s, _ := New(&fakeStore{links: map[string]Link{}, alwaysD: true}, Options{})
-	_, err := s.Shorten(context.Background(), "https://example.com/", "")
+	_, err := s.Shorten(t.Context(), "https://example.com/", "")
 	if !errors.Is(err, ErrCodeSpaceExhausted) {
 		t.Fatalf("err = %v", err)
 	}
@@ -97,12 +97,12 @@ func TestNeverReserved(t *testing.T) {
 	st := &fakeStore{links: map[string]Link{}}
 	r := io.MultiReader(bytes.NewReader(chunk32("metrics")), bytes.NewReader(chunk32("shorten")), bytes.NewReader(chunk32("Healthz")), bytes.NewReader(chunk32("gooDone")))
 	s, _ := New(st, Options{Rand: r})
-	l, err := s.Shorten(context.Background(), "https://example.com/", "")
+	l, err := s.Shorten(t.Context(), "https://example.com/", "")
 	if err != nil || l.Code != "gooDone" {
 		t.Fatalf("code %q (%v), want gooDone", l.Code, err)
 	}
 	s2, _ := New(st, Options{Rand: bytes.NewReader(chunk32("mylinks")), Reserved: []string{"MyLinks"}})
-	if _, err := s2.Shorten(context.Background(), "https://example.com/", ""); err == nil {
+	if _, err := s2.Shorten(t.Context(), "https://example.com/", ""); err == nil {
 		t.Fatal("custom reserved word issued as a code")
 	}
 }

@@ -45,7 +45,7 @@ func (h *hangingStore) hang(ctx context.Context) error {
 // call answers within it.
 func TestStoreNotAnsweringIsTriedOneCallAtATime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
+		ctx := t.Context()
 		st := &hangingStore{fakeStore: fakeStore{links: map[string]Link{"Abc1234": {Code: "Abc1234", URL: "https://example.com/"}}}}
 		s, err := New(st, Options{StoreTimeout: 5 * time.Second})
 		if err != nil {
@@ -98,7 +98,7 @@ func TestStoreNotAnsweringIsTriedOneCallAtATime(t *testing.T) {
 // answers again, and the link is read from the store from then on.
 func TestStaleLinksServedWithoutWaitingWhileTheStoreDoesNotAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
+		ctx := t.Context()
 		st := &hangingStore{fakeStore: fakeStore{links: map[string]Link{"Abc1234": {Code: "Abc1234", URL: "https://example.com/"}}}}
 		s, err := New(st, Options{StoreTimeout: 5 * time.Second, CacheSize: 10, CacheTTL: time.Second})
 		if err != nil {
@@ -142,7 +142,7 @@ func TestStaleLinksServedWithoutWaitingWhileTheStoreDoesNotAnswer(t *testing.T) 
 // just be big: it does not take the store as not answering.
 func TestSlowBulkCallDoesNotTakeTheStoreAsNotAnswering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
+		ctx := t.Context()
 		st := &hangingStore{fakeStore: fakeStore{links: map[string]Link{"Abc1234": {Code: "Abc1234", URL: "https://example.com/"}}}}
 		s, err := New(st, Options{StoreTimeout: 5 * time.Second})
 		if err != nil {

@@ -47,7 +47,7 @@ func TestVisitBatcherAggregates(t *testing.T) {
 	// on redirects find them in the caches.
 	v := &Visitor{UserAgent: ua, Referer: ref, Country: "DE"}
 	l.add("abc1234", true, v, at)
-	if err := l.flush(context.Background()); err != nil {
+	if err := l.flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	l.add("abc1234", true, v, at)
@@ -57,7 +57,7 @@ func TestVisitBatcherAggregates(t *testing.T) {
 	if n := l.aggs.Load(); n != 1 {
 		t.Fatalf("%d aggregates in memory for visits of one link, second and dimensions, want 1", n)
 	}
-	if err := l.flush(context.Background()); err != nil {
+	if err := l.flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	want := VisitEvent{Code: "abc1234", At: time.Unix(at, 0).UTC(), ReferrerHost: "news.example", Device: "desktop", Browser: "firefox", Country: "DE", Count: 1002}

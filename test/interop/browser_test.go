@@ -67,7 +67,7 @@ func TestBrowserLoginFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("browser", "login.mjs"), string(arg))
 	cmd.Dir = filepath.Join(repoRoot, "test", "interop")

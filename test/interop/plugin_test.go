@@ -28,7 +28,7 @@ const unusedRedirect = "http://127.0.0.1:9/interop/callback"
 func newPlugin(t *testing.T, serverURL string, optional []string, waitReady bool) *idp.Plugin {
 	t.Helper()
 	// ctx bounds the plugin's background key refreshes: the test's lifetime.
-	pl, err := idp.New(context.Background(), idp.Config{
+	pl, err := idp.New(t.Context(), idp.Config{
 		ServerURL:         serverURL,
 		Realm:             realm,
 		ClientID:          clientID,
@@ -40,7 +40,7 @@ func newPlugin(t *testing.T, serverURL string, optional []string, waitReady bool
 	}
 	t.Cleanup(func() { _ = pl.Close() })
 	if waitReady {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		defer cancel()
 		if err := pl.WaitReady(ctx); err != nil {
 			t.Fatalf("plugin not ready: %v", err)
@@ -146,7 +146,7 @@ func TestPluginAgainstProvider(t *testing.T) {
 
 	t.Run("service token accepted through optional_audiences creates a link", func(t *testing.T) {
 		code := created(t, call(t, "POST", withSvc.URL+"/shorten", svcTok, link))
-		l, err := svc.Resolve(context.Background(), code)
+		l, err := svc.Resolve(t.Context(), code)
 		if err != nil || l.CreatedBy != sc["sub"] {
 			t.Fatalf("link %+v (%v): want created_by %v", l, err, sc["sub"])
 		}
@@ -242,7 +242,7 @@ func TestPluginProviderOutageAndKeyRotation(t *testing.T) {
 		t.Fatal("Ready() with the provider down")
 	}
 	p1 := startProvider(t, providerOptions{Port: port, KeysFile: filepath.Join(dir, "keys-1.json")})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	if err := pl.WaitReady(ctx); err != nil {
 		t.Fatalf("no recovery after the provider came up: %v", err)

@@ -334,7 +334,7 @@ func runScript(t *testing.T, script string, arg map[string]any, timeout time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("browser", script), string(a))
 	cmd.Dir = filepath.Join(repoRoot, "test", "interop")
@@ -366,7 +366,7 @@ func testRedis(t *testing.T) (*redis.Client, string, string) {
 		t.Fatalf("TEST_REDIS_URL: %v", err)
 	}
 	rdb := redis.NewClient(opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()

@@ -258,7 +258,7 @@ func TestBrowserSessionReplicas(t *testing.T) {
 
 	// Redis: the login state was spent once, the session is gone, the
 	// user's index still names it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	keys := func(pattern string) []string {
 		k, err := rdb.Keys(ctx, prefix+pattern).Result()

@@ -157,7 +157,7 @@ func userToken(t *testing.T, p *provider, redirectURI, username, password string
 	if q.Get("state") != state || q.Get("code") == "" {
 		t.Fatalf("login as %s: bad callback parameters %q", username, loc.RawQuery)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	tok, err := conf.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {

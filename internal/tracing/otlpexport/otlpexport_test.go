@@ -1,7 +1,6 @@
 package otlpexport_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -13,27 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 	"github.com/idp-proxy/idp-proxy/internal/tracing/otlptest"
 )
 
-// setup points the OTEL_* variables at endpoint and returns the provider.
-func setup(t *testing.T, protocol, endpoint string) *otlpexport.Provider {
-	t.Helper()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
-	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
-	t.Setenv("OTEL_SERVICE_NAME", "")
-	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Protocol() != protocol {
-		t.Fatalf("protocol %q, want %q", p.Protocol(), protocol)
-	}
-	return p
-}
+// setup is otlptest.Provider.
+var setup = otlptest.Provider
 
 func TestShutdownFlushes(t *testing.T) {
 	for _, tc := range []struct {
@@ -52,7 +37,7 @@ func TestShutdownFlushes(t *testing.T) {
 		t.Run(tc.protocol, func(t *testing.T) {
 			rc, endpoint := tc.recv(t)
 			p := setup(t, tc.protocol, endpoint)
-			_, span := p.TracerProvider().Tracer("test").Start(context.Background(), "one")
+			_, span := p.TracerProvider().Tracer("test").Start(t.Context(), "one")
 			span.End()
 			// The batcher's delay is 5 s: only the shutdown's flush can have
 			// sent the span by now.
@@ -72,11 +57,11 @@ func TestServiceNameFromEnv(t *testing.T) {
 	p := setup(t, otlpexport.ProtocolHTTP, h.Endpoint())
 	_ = p.Shutdown(context.Background())
 	t.Setenv("OTEL_SERVICE_NAME", "renamed")
-	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test"})
+	p, err := otlpexport.Setup(t.Context(), otlpexport.Options{ServiceName: "svc-test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := p.TracerProvider().Tracer("test").Start(context.Background(), "one")
+	_, span := p.TracerProvider().Tracer("test").Start(t.Context(), "one")
 	span.End()
 	_ = p.Shutdown(context.Background())
 	if s := h.Spans(); len(s) != 1 || s[0].Service != "renamed" {
@@ -92,7 +77,7 @@ func TestSetupRefusesUnknownSettings(t *testing.T) {
 		{"OTEL_TRACES_SAMPLER_ARG", "1.5", "OTEL_TRACES_SAMPLER_ARG"},
 	} {
 		env := map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", tc.key: tc.value}
-		_, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "x", Getenv: func(k string) string { return env[k] }})
+		_, err := otlpexport.Setup(t.Context(), otlpexport.Options{ServiceName: "x", Getenv: func(k string) string { return env[k] }})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%s: error %v, want one naming %s", tc.key, tc.value, err, tc.want)
 		}
@@ -110,12 +95,12 @@ func TestExportErrorIsLogged(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", otlpexport.ProtocolHTTP)
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
 	var buf syncBuffer
-	p, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test",
+	p, err := otlpexport.Setup(t.Context(), otlpexport.Options{ServiceName: "svc-test",
 		Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span := p.TracerProvider().Tracer("test").Start(context.Background(), "one")
+	_, span := p.TracerProvider().Tracer("test").Start(t.Context(), "one")
 	span.End()
 	_ = p.Shutdown(context.Background())
 	var found bool
@@ -138,7 +123,7 @@ func TestExportErrorIsLogged(t *testing.T) {
 func TestSDKLoggerIsRouted(t *testing.T) {
 	var buf syncBuffer
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
-	if _, err := otlpexport.Setup(context.Background(), otlpexport.Options{ServiceName: "svc-test",
+	if _, err := otlpexport.Setup(t.Context(), otlpexport.Options{ServiceName: "svc-test",
 		Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +165,7 @@ func TestShutdownBoundedWithHangingCollector(t *testing.T) {
 			})
 			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "30000")
 			p := setup(t, protocol, "http://"+ln.Addr().String())
-			_, span := p.TracerProvider().Tracer("test").Start(context.Background(), "one")
+			_, span := p.TracerProvider().Tracer("test").Start(t.Context(), "one")
 			span.End()
 			start := time.Now()
 			err = p.Shutdown(context.Background())
@@ -195,20 +180,5 @@ func TestShutdownBoundedWithHangingCollector(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the SDK's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is the shared log sink safe for concurrent writers.
+type syncBuffer = testsupport.SyncBuffer

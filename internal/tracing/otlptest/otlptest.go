@@ -23,6 +23,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/idp-proxy/idp-proxy/internal/tracing/otlpexport"
 )
 
 // Span is a received span, flattened.
@@ -272,3 +274,23 @@ func NewGRPC(t testing.TB) *GRPC {
 
 // Endpoint is the URL for OTEL_EXPORTER_OTLP_ENDPOINT (insecure).
 func (g *GRPC) Endpoint() string { return "http://" + g.addr }
+
+// Provider points the OTEL_* variables at endpoint (a receiver of this
+// package), samples every span, clears OTEL_SERVICE_NAME, and returns
+// otlpexport's provider for protocol, service "svc-test".
+func Provider(t *testing.T, protocol, endpoint string) *otlpexport.Provider {
+	t.Helper()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+	t.Setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	p, err := otlpexport.Setup(t.Context(), otlpexport.Options{ServiceName: "svc-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Protocol() != protocol {
+		t.Fatalf("protocol %q, want %q", p.Protocol(), protocol)
+	}
+	return p
+}

@@ -1,7 +1,6 @@
 package assert_test
 
 import (
-	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -71,7 +70,7 @@ func (is *issuerServer) newSigner(t *testing.T, c *clock, keys ...assert.Key) *a
 
 func verifier(t *testing.T, issuer, audience string, c *clock) *idp.Plugin {
 	t.Helper()
-	p, err := idp.New(context.Background(), idp.Config{
+	p, err := idp.New(t.Context(), idp.Config{
 		IssuerURL: issuer, ClientID: audience, Algorithms: []string{"ES256"},
 		Claims: idp.ClaimMapping{Preset: idp.PresetGeneric}, Now: c.now, Leeway: -1,
 		UnknownKIDRefreshInterval: time.Millisecond,
@@ -80,7 +79,7 @@ func verifier(t *testing.T, issuer, audience string, c *clock) *idp.Plugin {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	if err := p.WaitReady(context.Background()); err != nil {
+	if err := p.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -99,7 +98,7 @@ func TestAssertionVerifiedByPkgIDP(t *testing.T) {
 	if want := c.now().Add(assert.DefaultLifetime); !exp.Equal(want) {
 		t.Errorf("exp %v, want %v", exp, want)
 	}
-	id, err := p.VerifyIdentity(context.Background(), raw)
+	id, err := p.VerifyIdentity(t.Context(), raw)
 	if err != nil {
 		t.Fatalf("the real assertion is refused: %v", err)
 	}
@@ -151,11 +150,11 @@ func TestForgedAssertionsRefused(t *testing.T) {
 	wrongAud, _, _ := s.Sign(assert.Claims{Audience: "wiki", Subject: "u1"})
 	for name, raw := range map[string]string{"another key": otherKey, "wrong aud": wrongAud, "expired": expired,
 		"alg none": noneRaw, "the caller's own token": callers, "tampered": tampered, "empty": ""} {
-		if _, err := p.Verify(context.Background(), raw); err == nil || !errors.Is(err, idp.ErrInvalidToken) && !errors.Is(err, idp.ErrNoToken) {
+		if _, err := p.Verify(t.Context(), raw); err == nil || !errors.Is(err, idp.ErrInvalidToken) && !errors.Is(err, idp.ErrNoToken) {
 			t.Errorf("%s: accepted or wrong error: %v", name, err)
 		}
 	}
-	if _, err := p.Verify(context.Background(), real); err != nil {
+	if _, err := p.Verify(t.Context(), real); err != nil {
 		t.Errorf("real: %v", err)
 	}
 }
@@ -197,7 +196,7 @@ func TestRotationWithoutFailure(t *testing.T) {
 		kids[headerKID(t, raw)] = true
 		held = append(held, raw)
 		for _, h := range held {
-			if _, err := p.Verify(context.Background(), h); err != nil {
+			if _, err := p.Verify(t.Context(), h); err != nil {
 				t.Fatalf("second %d: a valid assertion is refused: %v", sec, err)
 			}
 		}

@@ -50,7 +50,7 @@ func TestConnectOutageAndRecovery(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	// ctx's minute only turns a hang into a failure.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	if err := s.Ping(ctx); err == nil || ctx.Err() != nil {
 		t.Fatalf("Ping with Redis down: %v (ctx %v)", err, ctx.Err())
@@ -95,7 +95,7 @@ func TestFrozenRedisEveryCallBounded(t *testing.T) {
 		t.Fatalf("bound %s (default %s), want the default, under the probe's %s", st.Timeout(), redisstore.DefaultTimeout, probeTimeout)
 	}
 	idpSrv := idptest.NewServer(t)
-	p, err := idp.New(context.Background(), idp.Config{
+	p, err := idp.New(t.Context(), idp.Config{
 		ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "app", ClientSecret: "app-secret",
 		IncludeRoutes: true, RedirectURI: "http://127.0.0.1:1/auth/callback",
 		SessionSecret: []byte(strings.Repeat("k", 32)), Session: &idp.SessionConfig{Backend: st},
@@ -105,7 +105,7 @@ func TestFrozenRedisEveryCallBounded(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	// Warm the pool: the frozen calls then hang on live connections.
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := st.Set(ctx, "k", []byte("v"), time.Minute); err != nil {
 		t.Fatal(err)
 	}

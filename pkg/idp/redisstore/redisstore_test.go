@@ -1,13 +1,10 @@
 package redisstore_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -16,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idp-proxy/idp-proxy/internal/testneed"
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/idptest"
 	"github.com/idp-proxy/idp-proxy/pkg/idp/redisstore"
@@ -28,7 +26,7 @@ func store(t *testing.T) *redisstore.Store {
 	t.Helper()
 	u := testneed.RedisURL(t, "the Redis session store tests")
 	prefix := "idp-test-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000") + ":"
-	s, err := redisstore.Open(context.Background(), u, prefix)
+	s, err := redisstore.Open(t.Context(), u, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +36,7 @@ func store(t *testing.T) *redisstore.Store {
 
 func TestStoreOperations(t *testing.T) {
 	s := store(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := s.Get(ctx, "a"); !errors.Is(err, idp.ErrSessionNotFound) {
 		t.Fatalf("absent key: %v", err)
 	}
@@ -97,48 +95,15 @@ func TestReplicasShareSessions(t *testing.T) {
 	lnA, _ := net.Listen("tcp", "127.0.0.1:0")
 	redirect := "http://" + lnA.Addr().String() + "/auth/callback"
 	start := func(ln net.Listener) replica {
-		if ln == nil {
-			ln, _ = net.Listen("tcp", "127.0.0.1:0")
-		}
-		p, err := idp.New(context.Background(), idp.Config{
-			ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "app", ClientSecret: "app-secret",
-			IncludeRoutes: true, RedirectURI: redirect, SessionSecret: []byte(strings.Repeat("k", 32)), Leeway: -1,
-			Now: now, Session: &idp.SessionConfig{Backend: st, RefreshMargin: 4 * time.Minute},
+		return startReplica(t, idpSrv, st, redirect, ln, func(c *idp.Config) {
+			c.NoLeeway, c.Now = true, now
+			c.Session.RefreshMargin = 4 * time.Minute
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		mux := http.NewServeMux()
-		mux.Handle("/auth/", p.Routes())
-		mux.Handle("GET /me", p.WithUser(func(w http.ResponseWriter, _ *http.Request, u *idp.User) {
-			_, _ = io.WriteString(w, u.PreferredUsername)
-		}))
-		srv := httptest.NewUnstartedServer(mux)
-		srv.Listener.Close()
-		srv.Listener = ln
-		srv.Start()
-		t.Cleanup(srv.Close)
-		if err := p.WaitReady(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return replica{p, srv.URL}
 	}
 	a, b := start(lnA), start(nil)
-	jar, _ := cookiejar.New(nil) // cookies ignore ports: A's and B's are shared
-	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	get := func(u string) *http.Response {
-		t.Helper()
-		r, _ := http.NewRequest(http.MethodGet, u, nil)
-		r.Header.Set("Accept", "text/html")
-		resp, err := c.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp
-	}
+	c := testsupport.Browser(t) // cookies ignore ports: A's and B's are shared
+	jar := c.Jar
+	get := func(u string) *http.Response { t.Helper(); return testsupport.Navigate(t, c, u) }
 	resp := get(a.base + "/auth/login?return_to=/me")
 	resp = get(resp.Header.Get("Location"))
 	cb, _ := url.Parse(resp.Header.Get("Location"))

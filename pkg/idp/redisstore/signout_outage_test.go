@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -36,33 +35,7 @@ func TestRedisOutageSignOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	redirect := "http://" + lnA.Addr().String() + "/auth/callback"
-	start := func(ln net.Listener) string {
-		p, err := idp.New(context.Background(), idp.Config{
-			ServerURL: idpSrv.URL, Realm: idpSrv.Realm, ClientID: "app", ClientSecret: "app-secret",
-			IncludeRoutes: true, RedirectURI: redirect, SessionSecret: []byte(strings.Repeat("k", 32)),
-			Session: &idp.SessionConfig{Backend: st},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Close() })
-		mux := http.NewServeMux()
-		mux.Handle("/auth/", p.Routes())
-		mux.Handle("GET /me", p.WithUser(func(w http.ResponseWriter, _ *http.Request, u *idp.User) {
-			_, _ = io.WriteString(w, u.PreferredUsername)
-		}))
-		srv := httptest.NewUnstartedServer(mux)
-		if ln != nil {
-			srv.Listener.Close()
-			srv.Listener = ln
-		}
-		srv.Start()
-		t.Cleanup(srv.Close)
-		if err := p.WaitReady(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return srv.URL
-	}
+	start := func(ln net.Listener) string { return startReplica(t, idpSrv, st, redirect, ln, nil).base }
 	a, b := start(lnA), start(nil)
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second,
@@ -134,7 +107,7 @@ func TestRedisOutageSignOut(t *testing.T) {
 			id = ck.Value
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for {
 		if _, err := st.Get(ctx, "idp:session:"+id); errors.Is(err, idp.ErrSessionNotFound) {

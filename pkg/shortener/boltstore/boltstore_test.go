@@ -32,7 +32,7 @@ func TestCreatesParentDirAndReopens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a", "b", "links.db")
 	s := open(t, path)
 	l := shortener.Link{Code: "persist", URL: "https://example.com/é", CreatedBy: "bob", CreatedAt: time.UnixMicro(1_700_000_000_123_456).UTC()}
-	if err := s.Create(context.Background(), l); err != nil {
+	if err := s.Create(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -43,7 +43,7 @@ func TestCreatesParentDirAndReopens(t *testing.T) {
 	}
 	s = open(t, path)
 	defer s.Close()
-	got, err := s.Get(context.Background(), "persist")
+	got, err := s.Get(t.Context(), "persist")
 	if err != nil || got != l {
 		t.Fatalf("after reopen: %+v, %v; want %+v", got, err, l)
 	}
@@ -66,18 +66,18 @@ func TestSecondOpenFailsFast(t *testing.T) {
 func TestCanceledContext(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "links.db"))
 	defer s.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := s.Create(ctx, shortener.Link{Code: "canceld", URL: "https://example.com/"}); err == nil {
 		t.Fatal("Create with a canceled context succeeded")
 	}
-	if _, err := s.Get(context.Background(), "canceld"); err == nil {
+	if _, err := s.Get(t.Context(), "canceld"); err == nil {
 		t.Fatal("link of a canceled Create was stored")
 	}
 }
 
 func TestImport(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "links.db")
 	s := open(t, path)
 	links := []shortener.Link{

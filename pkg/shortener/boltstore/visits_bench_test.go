@@ -1,7 +1,6 @@
 package boltstore_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -26,7 +25,7 @@ func BenchmarkRecordVisits(b *testing.B) {
 	devices := []string{"desktop", "mobile", "tablet", "bot"}
 	for _, perLink := range []int{1, 8} {
 		b.Run(fmt.Sprintf("per-link-%d", perLink), func(b *testing.B) {
-			ctx := context.Background()
+			ctx := b.Context()
 			s, err := boltstore.Open(filepath.Join(b.TempDir(), "links.db"), boltstore.Options{})
 			if err != nil {
 				b.Fatal(err)

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -33,7 +32,7 @@ func putSchema3Visit(t *testing.T, tx *bolt.Tx, e shortener.VisitEvent) {
 
 func hourly(t *testing.T, s *Store, code string, from, to time.Time) []shortener.StatsBucket {
 	t.Helper()
-	st, err := s.VisitStats(context.Background(), code, shortener.StatsQuery{From: from, To: to, ByHour: true})
+	st, err := s.VisitStats(t.Context(), code, shortener.StatsQuery{From: from, To: to, ByHour: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func checkSeries(t *testing.T, name string, got []shortener.StatsBucket, want ..
 // and its visits are read and pruned alongside the grouped ones written
 // since, in the same hours.
 func TestSchema3VisitsUpgrade(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "links.db")
 	s, err := Open(path, Options{})
 	if err != nil {

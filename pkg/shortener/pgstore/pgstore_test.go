@@ -27,7 +27,7 @@ func schemaDSN(t testing.TB) (string, string) {
 
 func open(t testing.TB, dsn string) *pgstore.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	s, err := pgstore.Open(ctx, dsn)
 	if err != nil {
@@ -59,7 +59,7 @@ func TestMigrationsIdempotentAndConcurrent(t *testing.T) {
 	}
 	s := open(t, dsn)
 	defer s.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestMigrationsIdempotentAndConcurrent(t *testing.T) {
 func TestNewerSchemaRefused(t *testing.T) {
 	dsn, _ := schemaDSN(t)
 	open(t, dsn).Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 func TestNewerGooseVersionRefused(t *testing.T) {
 	dsn, _ := schemaDSN(t)
 	open(t, dsn).Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestNewerGooseVersionRefused(t *testing.T) {
 // (its own migration table, version 1) created and filled.
 func TestUpgradeFromFirstRelease(t *testing.T) {
 	dsn, _ := schemaDSN(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestUpgradeFromFirstRelease(t *testing.T) {
 func TestListUsesTheOwnerIndex(t *testing.T) {
 	dsn, _ := schemaDSN(t)
 	open(t, dsn).Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -199,14 +199,14 @@ func TestListUsesTheOwnerIndex(t *testing.T) {
 }
 
 func TestInvalidDSNDoesNotLeakPassword(t *testing.T) {
-	_, err := pgstore.Open(context.Background(), "postgres://u:s3cret@host:notaport/db")
+	_, err := pgstore.Open(t.Context(), "postgres://u:s3cret@host:notaport/db")
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("error = %v", err)
 	}
 }
 
 func TestUnreachable(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	_, err := pgstore.Open(ctx, "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
 	if err == nil {

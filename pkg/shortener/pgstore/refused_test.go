@@ -21,7 +21,7 @@ import (
 // options (e.g. "NOLOGIN"), dropped at cleanup; it returns its name.
 func testRole(t *testing.T, options string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testDSN(t))
 	if err != nil {
@@ -53,7 +53,7 @@ func testRole(t *testing.T, options string) string {
 // serverHasTLS reports whether the test server accepts TLS connections.
 func serverHasTLS(t *testing.T) bool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testDSN(t))
 	if err != nil {
@@ -70,7 +70,7 @@ func serverHasTLS(t *testing.T) bool {
 // grant runs a GRANT statement as the test's role.
 func grant(t *testing.T, stmt string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, testDSN(t))
 	if err != nil {
@@ -121,7 +121,7 @@ func TestOpenRefusedWithPostgresReason(t *testing.T) {
 			if strings.Contains(tc.dsn, "verify-full") && !serverHasTLS(t) {
 				t.Skip("the test server has ssl off")
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			s, err := pgstore.Open(ctx, tc.dsn)
 			if err == nil {
@@ -188,7 +188,7 @@ func TestOpenRefusalsBySQLState(t *testing.T) {
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			addr := refusingServer(t, tc.code, tc.message)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			s, err := pgstore.Open(ctx, "postgres://app:secret@"+addr+"/links?sslmode=disable")
 			if err == nil {

@@ -58,7 +58,7 @@ func replicasWith(t *testing.T, n int, o shortener.Options) ([]*shortener.Servic
 func TestMaxVisitsExactAcrossReplicas(t *testing.T) {
 	svcs, hs := replicas(t, 3)
 	const limit, perReplica, each = 50, 12, 8
-	l, err := svcs[0].Create(context.Background(), shortener.NewLink{URL: "https://example.com/limited", MaxVisits: limit})
+	l, err := svcs[0].Create(t.Context(), shortener.NewLink{URL: "https://example.com/limited", MaxVisits: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestMaxVisitsExactAcrossReplicas(t *testing.T) {
 	if found.Load() != limit || gone.Load() != total-limit || other.Load() != 0 {
 		t.Fatalf("%d redirects, %d gone, %d other; want %d, %d, 0", found.Load(), gone.Load(), other.Load(), limit, total-limit)
 	}
-	got, err := svcs[2].Resolve(context.Background(), l.Code)
+	got, err := svcs[2].Resolve(t.Context(), l.Code)
 	if err != nil || got.Visits != limit {
 		t.Fatalf("stored visits %d (%v), want %d", got.Visits, err, limit)
 	}
@@ -97,7 +97,7 @@ func TestMaxVisitsExactAcrossReplicas(t *testing.T) {
 // replicas all reach the store.
 func TestVisitCountsFromReplicasAddUp(t *testing.T) {
 	svcs, hs := replicas(t, 3)
-	l, err := svcs[0].Create(context.Background(), shortener.NewLink{URL: "https://example.com/popular"})
+	l, err := svcs[0].Create(t.Context(), shortener.NewLink{URL: "https://example.com/popular"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +115,15 @@ func TestVisitCountsFromReplicasAddUp(t *testing.T) {
 	}
 	wg.Wait()
 	for _, svc := range svcs {
-		if err := svc.Close(context.Background()); err != nil {
+		if err := svc.Close(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ls, _, err := svcs[0].List(context.Background(), "nobody", shortener.Cursor{}, 10)
+	ls, _, err := svcs[0].List(t.Context(), "nobody", shortener.Cursor{}, 10)
 	if err != nil || len(ls) != 0 {
 		t.Fatalf("List = %v, %v", ls, err)
 	}
-	got, err := svcs[1].LinkFor(context.Background(), l.Code, shortener.Caller{ID: "root", Admin: true})
+	got, err := svcs[1].LinkFor(t.Context(), l.Code, shortener.Caller{ID: "root", Admin: true})
 	if err != nil || got.Visits != 120 {
 		t.Fatalf("visits %d (%v), want 120", got.Visits, err)
 	}

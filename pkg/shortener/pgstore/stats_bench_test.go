@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -27,7 +26,7 @@ func BenchmarkStats10M(b *testing.B) {
 	dsn, _ := schemaDSN(b)
 	st := open(b, dsn)
 	defer st.Close()
-	ctx := context.Background()
+	ctx := b.Context()
 	end := time.Now().UTC().Truncate(24 * time.Hour)
 	start := end.AddDate(-1, 0, 0)
 	svc, err := shortener.New(st, shortener.Options{VisitStats: true, Now: func() time.Time { return end.Add(-time.Minute) }})
@@ -117,11 +116,11 @@ func loadStatsVisits(b *testing.B, conn *pgx.Conn, code string, from time.Time, 
 			FROM (SELECT *, ` + bucket + ` AS bucket FROM (` + gen + `) v0) v
 			GROUP BY GROUPING SETS ((bucket, bot), (bucket, bot, ref), (bucket, bot, dev), (bucket, bot, br), (bucket, bot, ctry))) a
 		WHERE g = 15 OR NOT bot`
-	if _, err := conn.Exec(context.Background(), q, code, from, span, n, recent); err != nil {
+	if _, err := conn.Exec(b.Context(), q, code, from, span, n, recent); err != nil {
 		b.Fatal(err)
 	}
 	if recent {
-		_, err := conn.Exec(context.Background(), `INSERT INTO shortener_visits (code, at, referrer_host, device, browser, country, bot)
+		_, err := conn.Exec(b.Context(), `INSERT INTO shortener_visits (code, at, referrer_host, device, browser, country, bot)
 			SELECT $1, at, ref, dev, br, ctry, bot FROM (`+gen+`) v`, code, from, span, n)
 		if err != nil {
 			b.Fatal(err)

@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -36,7 +35,7 @@ func TestRetriedVisitFlushCountedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	// A limited link's visits are counted by the redirect itself, so the
 	// first flush writes statistics only.
 	limited, err := svc.Create(ctx, shortener.NewLink{URL: "https://example.com/limited", MaxVisits: 1000})

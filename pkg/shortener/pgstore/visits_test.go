@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +40,7 @@ func TestVisitStatsAcrossReplicasKeepNoPersonalData(t *testing.T) {
 		}
 		svcs, hs = append(svcs, svc), append(hs, h)
 	}
-	l, err := svcs[0].Create(context.Background(), shortener.NewLink{URL: "https://example.com/", Owner: "alice"})
+	l, err := svcs[0].Create(t.Context(), shortener.NewLink{URL: "https://example.com/", Owner: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +65,11 @@ func TestVisitStatsAcrossReplicasKeepNoPersonalData(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
 	for _, svc := range svcs {
-		if err := svc.Close(context.Background()); err != nil {
+		if err := svc.Close(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, st, err := svcs[1].Stats(context.Background(), l.Code, shortener.Caller{ID: "alice"}, shortener.StatsQuery{})
+	_, st, err := svcs[1].Stats(t.Context(), l.Code, shortener.Caller{ID: "alice"}, shortener.StatsQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func TestVisitStatsAcrossReplicasKeepNoPersonalData(t *testing.T) {
 	}
 
 	// Every row of every table of the schema, as text.
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func withListen(t *testing.T, path, listen string) string {
 func serverCert(t *testing.T, addr string, roots *x509.CertPool) *x509.Certificate {
 	t.Helper()
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: &tls.Config{ServerName: acmeDomain, RootCAs: roots}}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -263,7 +263,7 @@ func deleteRedisPrefix(t *testing.T, ru, prefix string) {
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	ctx := context.Background()
+	ctx := context.Background() // a cleanup: t.Context is done
 	keys, err := rdb.Keys(ctx, prefix+"*").Result()
 	if err == nil && len(keys) > 0 {
 		err = rdb.Del(ctx, keys...).Err()

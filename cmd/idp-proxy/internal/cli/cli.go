@@ -167,6 +167,9 @@ time: secret files are not read and missing secrets are not errors.`,
 			if err != nil {
 				return err
 			}
+			for _, d := range c.Deprecated {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+d)
+			}
 			out := cmd.OutOrStdout()
 			if effective {
 				enc := json.NewEncoder(out)

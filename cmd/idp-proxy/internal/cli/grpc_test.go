@@ -82,7 +82,7 @@ log: {level: warn}
 			}
 			t.Cleanup(func() { _ = conn.Close() })
 			client := testpb.NewTestServiceClient(conn)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
 			authed := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+idpSrv.Mint(idpSrv.UserClaims("shortener", "alice", "creator")))
 

@@ -102,6 +102,9 @@ func (rn *running) build(ctx context.Context, f config.File) (*proxy.Proxy, acti
 	if err != nil {
 		return nil, active{}, err
 	}
+	for _, d := range c.Deprecated {
+		rn.log.Warn("deprecated configuration: " + d)
+	}
 	ic := c.IDP
 	ic.Logger = rn.log
 	ic.TracerProvider = rn.tp
@@ -221,7 +224,7 @@ func serve(parent context.Context, cfg config.File, load func() (config.File, er
 		return err
 	}
 	if gc != nil {
-		gc(log, cfg.IDP.VerifiedCacheSize)
+		gc(log, cfg.IDP.VerifiedCacheEntries())
 	}
 	minTLS, err := cfg.TLS.MinTLSVersion()
 	if err != nil {

@@ -40,7 +40,7 @@ func startServeUnready(t *testing.T, cfgPath string) *served {
 	s := &served{logs: &syncBuffer{}, sigs: make(chan os.Signal, 4), done: make(chan struct{})}
 	addrs := make(chan [2]string, 1)
 	d := deps{environ: nil, signals: s.sigs, ready: func(p, o string) { addrs <- [2]string{p, o} }}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cmd := newRootCmd(d)
 	cmd.SetErr(s.logs)
 	cmd.SetOut(io.Discard)

@@ -147,8 +147,8 @@ func checkHeaderClaims(path string, n *yaml.Node, key string, errs *[]error) {
 			continue
 		}
 		if err := proxy.CheckClaimHeader(kn.Value, vn.Value); err != nil {
-			node := kn
-			if !strings.Contains(err.Error(), "header") {
+			node := kn // the header name is wrong, or else the claim path
+			if !errors.Is(err, proxy.ErrHeaderName) {
 				node = vn
 			}
 			at(node, "%s: %v", key, err)

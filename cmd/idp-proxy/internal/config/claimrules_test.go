@@ -76,6 +76,10 @@ func TestClaimRulesErrorsHaveLines(t *testing.T) {
 		{"headers:\n  claims:\n    Transfer-Encoding: tid\n", ":9:5:", "hop-by-hop"},
 		{"headers:\n  claims:\n    X Tenant: tid\n", ":9:5:", "not a valid header name"},
 		{"headers:\n  claims:\n    X-Tenant: 'a b'\n", ":9:15:", `names with '.' are written`},
+		// A name that contains "header" does not move a path's problem
+		// onto the name.
+		{"headers:\n  claims:\n    x-header-tenant: 'a b'\n", ":9:22:", `names with '.' are written`},
+		{"headers:\n  claims:\n    x-header-tenant: ''\n", ":9:22:", `names no claim`},
 		{"headers:\n  claims:\n    X-Tenant: [tid]\n", ":9:15:", "must be one claim path"},
 		{"headers:\n  claims: tid\n", ":8:11:", "must map header names to claim paths"},
 	} {

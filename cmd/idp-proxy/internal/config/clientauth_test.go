@@ -115,3 +115,33 @@ func TestReadmeClientCertSnippet(t *testing.T) {
 		}
 	}
 }
+
+// The libraries name the fields of client_cert, routes[].client_cert and
+// the upstreams' credentials by their Go paths; check-config says their
+// YAML keys, in the error's key and in the message.
+func TestClientCertAndCredentialErrorsNameKeys(t *testing.T) {
+	for _, tc := range []struct{ yaml, key, want string }{
+		{"routes: [{match: /x, client_cert: {dns: [\"a.*.org\"]}}]", "routes[0].client_cert.dns", `routes[0] "/x": client_cert.dns: "a.*.org"`},
+		{"routes: [{match: /x, client_cert: {token: maybe}}]", "routes[0].client_cert.token", `client_cert.token: "maybe"`},
+		{"routes: [{match: /x, public: true, client_cert: {}}]", "routes[0].client_cert", "public excludes client_cert (use client_cert.token: optional"},
+		{"routes: [{match: /x, dpop: always}]", "routes[0].dpop", `routes[0] "/x": dpop "always"`},
+		{"client_cert: {format: pem}", "client_cert.header", "client_cert.format and client_cert.trusted_cidrs need client_cert.header"},
+		{"client_cert: {header: ssl-client-cert}", "client_cert.format", "client_cert.format is required with client_cert.header"},
+		{"upstreams: [{match: a.test/, url: \"http://127.0.0.1:1\", scopes: [a]}]", "upstreams[0].scopes", "upstreams[0].scopes are requested by credential exchange and client_credentials: set upstreams[0].credential"},
+		{"upstreams: [{match: a.test/, url: \"http://127.0.0.1:1\", credential: client_credentials}]", "upstreams[0].credential", "upstreams[0].credential client_credentials needs idp.client_secret"},
+	} {
+		y := `idp: {issuer_url: "https://issuer.example", client_id: app}` + "\n" + tc.yaml + "\n"
+		if !strings.HasPrefix(tc.yaml, "upstreams") {
+			y += "upstream: {url: \"http://127.0.0.1:8000\"}\n"
+		}
+		f, err := Load(writeFile(t, "c.yaml", y), LoadOptions{})
+		if err == nil {
+			_, err = Compile(f, CompileOptions{})
+		}
+		named := map[string]bool{}
+		errorKeys(err, named)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !named[tc.key] {
+			t.Errorf("%s: %v, want %q under %s", tc.yaml, err, tc.want, tc.key)
+		}
+	}
+}

@@ -25,6 +25,9 @@ type Compiled struct {
 	// proxy.NewCompiled; Proxy.Table() is the rule table check-config
 	// prints.
 	Proxy *proxy.Compiled
+	// Deprecated are the former spellings the file uses, each with the
+	// one to use instead, for serve to log and check-config to print.
+	Deprecated []string
 }
 
 // CompileOptions adjust Compile.
@@ -67,7 +70,16 @@ func Compile(f File, o CompileOptions) (*Compiled, error) {
 	if err := f.blameEnvironment(f.locate(errors.Join(f.explain(errs)...))); err != nil {
 		return nil, err
 	}
-	return &Compiled{File: f, IDP: ic, Proxy: pc}, nil
+	return &Compiled{File: f, IDP: ic, Proxy: pc, Deprecated: f.deprecated()}, nil
+}
+
+// deprecated lists the former spellings f uses (see Compiled.Deprecated).
+func (f File) deprecated() []string {
+	var out []string
+	if f.IDP.VerifiedCacheSize == 0 {
+		out = append(out, "idp.verified_cache_size: 0 is deprecated: write idp.verified_cache: false to turn the verified-token cache off")
+	}
+	return out
 }
 
 // Check is Compile returning the rule table only.
@@ -194,29 +206,31 @@ func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 		session = read("idp.session_secret", c.SessionSecret, c.SessionSecretFile)
 	}
 	ic := idp.Config{
-		IssuerURL:         c.IssuerURL,
-		ServerURL:         c.ServerURL,
-		Realm:             c.Realm,
-		ClientID:          c.ClientID,
-		ClientSecret:      secret,
-		TokenLocation:     idp.TokenLocation(strings.ToUpper(c.TokenLocation)),
-		CookieName:        c.CookieName,
-		IncludeRoutes:     c.IncludeRoutes,
-		RedirectURI:       c.RedirectURI,
-		AuthPrefix:        c.AuthPrefix,
-		ExcludedPaths:     c.ExcludedPaths,
-		Audience:          c.Audience,
-		OptionalAudiences: c.OptionalAudiences,
-		JWKSCacheTTL:      c.JWKSCacheTTL,
-		Algorithms:        c.Algorithms,
-		HTTPTimeout:       c.HTTPTimeout,
-		UnknownKIDWait:    c.UnknownKIDWait,
-		FirstKeysWait:     c.FirstKeysWait,
-		Leeway:            idpNone(c.Leeway),
-		VerifiedCacheSize: idpNone(c.VerifiedCacheSize),
-		Claims:            c.Claims.mapping(),
-		IssuerName:        c.IssuerName,
-		Issuers:           c.trustedIssuers(),
+		IssuerURL:            c.IssuerURL,
+		ServerURL:            c.ServerURL,
+		Realm:                c.Realm,
+		ClientID:             c.ClientID,
+		ClientSecret:         secret,
+		TokenLocation:        idp.TokenLocation(strings.ToUpper(c.TokenLocation)),
+		CookieName:           c.CookieName,
+		IncludeRoutes:        c.IncludeRoutes,
+		RedirectURI:          c.RedirectURI,
+		AuthPrefix:           c.AuthPrefix,
+		ExcludedPaths:        c.ExcludedPaths,
+		Audience:             c.Audience,
+		OptionalAudiences:    c.OptionalAudiences,
+		JWKSCacheTTL:         c.JWKSCacheTTL,
+		Algorithms:           c.Algorithms,
+		HTTPTimeout:          c.HTTPTimeout,
+		UnknownKIDWait:       c.UnknownKIDWait,
+		FirstKeysWait:        c.FirstKeysWait,
+		Leeway:               c.Leeway,
+		NoLeeway:             c.Leeway == 0, // written 0; absent is the default
+		VerifiedCacheSize:    c.VerifiedCacheSize,
+		DisableVerifiedCache: c.VerifiedCacheEntries() == 0,
+		Claims:               c.Claims.mapping(),
+		IssuerName:           c.IssuerName,
+		Issuers:              c.trustedIssuers(),
 	}
 	ic.AllowedRedirectHosts = c.AllowedRedirectHosts
 	ic.DPoP = c.DPoP.config(f.Headers.TrustForwarded)
@@ -233,18 +247,6 @@ func (f File) pluginConfigReading(client, sessions bool) (idp.Config, error) {
 		errs = append(errs, err)
 	}
 	return ic, errors.Join(errs...)
-}
-
-// idpNone returns a setting whose zero in the file means "none" (idp.leeway,
-// idp.verified_cache_size) as idp.Config spells it: a negative value, since
-// idp.Config's zero means "default" for Go callers. The file cannot mean
-// "default" by a zero: an absent key already holds the default (Load
-// decodes over Default).
-func idpNone[T time.Duration | int](v T) T {
-	if v == 0 {
-		return -1
-	}
-	return v
 }
 
 // secretValue returns the inline value, or the content of file with
@@ -264,10 +266,6 @@ func secretValue(name, inline, file string) (string, error) {
 	}
 	return s, nil
 }
-
-// KeyError is a problem of one setting, named by its dotted key; pkg/proxy
-// reports its own the same way, so that one type serves both.
-type KeyError = proxy.KeyError
 
 // keyErrorf returns a "proxy: "-prefixed problem of the settings keys (none:
 // a plain error).

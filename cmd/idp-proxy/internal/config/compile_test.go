@@ -31,8 +31,10 @@ func TestDefaultIsThePackagesDefaults(t *testing.T) {
 }
 
 // TestZeroInTheFile: an absent key takes the default; a written zero of
-// idp.leeway and idp.verified_cache_size means none, which reaches pkg/idp
-// as its own spelling of none.
+// idp.leeway means none, and of idp.verified_cache_size (the former
+// spelling of idp.verified_cache: false) no cache, both reaching pkg/idp
+// as its switches (NoLeeway, DisableVerifiedCache), the second with a
+// deprecation.
 // A zero that selects the default is the default in what Load returns, so
 // that serve uses what Compile checked.
 func TestLoadAppliesDefaultsOfZero(t *testing.T) {
@@ -46,6 +48,7 @@ func TestLoadAppliesDefaultsOfZero(t *testing.T) {
 }
 
 func TestZeroInTheFile(t *testing.T) {
+	var deprecated []string
 	compile := func(yaml string) idp.Config {
 		t.Helper()
 		f, err := Load(writeFile(t, "c.yaml", yaml), LoadOptions{})
@@ -56,18 +59,27 @@ func TestZeroInTheFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		deprecated = c.Deprecated
 		return c.IDP.WithDefaults()
 	}
+	const head = "upstream: {url: \"http://127.0.0.1:8000\"}\nidp: {server_url: \"http://127.0.0.1:8080\", realm: demo, client_id: shortener, "
 	ic := compile(minimalYAML)
-	if ic.Leeway != idp.DefaultLeeway || ic.VerifiedCacheSize != idp.DefaultVerifiedCacheSize {
-		t.Errorf("absent: leeway %s, cache %d; want the defaults", ic.Leeway, ic.VerifiedCacheSize)
+	if ic.Leeway != idp.DefaultLeeway || ic.NoLeeway || ic.VerifiedCacheSize != idp.DefaultVerifiedCacheSize || ic.DisableVerifiedCache || deprecated != nil {
+		t.Errorf("absent: leeway %s (none %v), cache %d (off %v), deprecated %q; want the defaults", ic.Leeway, ic.NoLeeway, ic.VerifiedCacheSize, ic.DisableVerifiedCache, deprecated)
 	}
-	ic = compile("upstream: {url: \"http://127.0.0.1:8000\"}\nidp: {server_url: \"http://127.0.0.1:8080\", realm: demo, client_id: shortener, leeway: 0, verified_cache_size: 0}\n")
-	if ic.Leeway >= 0 || ic.VerifiedCacheSize >= 0 { // negative: none, as pkg/idp spells it
-		t.Errorf("zero: leeway %s, cache %d; want none and disabled", ic.Leeway, ic.VerifiedCacheSize)
+	ic = compile(head + "leeway: 0, verified_cache_size: 0}\n")
+	if !ic.NoLeeway || !ic.DisableVerifiedCache || ic.Leeway < 0 || ic.VerifiedCacheSize < 0 {
+		t.Errorf("zero: leeway %s (none %v), cache %d (off %v); want the switches, no negative value", ic.Leeway, ic.NoLeeway, ic.VerifiedCacheSize, ic.DisableVerifiedCache)
 	}
-	ic = compile("upstream: {url: \"http://127.0.0.1:8000\"}\nidp: {server_url: \"http://127.0.0.1:8080\", realm: demo, client_id: shortener, leeway: 3s, verified_cache_size: 7}\n")
-	if ic.Leeway != 3*time.Second || ic.VerifiedCacheSize != 7 {
+	if len(deprecated) != 1 || !strings.Contains(deprecated[0], "idp.verified_cache: false") {
+		t.Errorf("verified_cache_size: 0: deprecated = %q, want one naming idp.verified_cache: false", deprecated)
+	}
+	ic = compile(head + "verified_cache: false}\n")
+	if !ic.DisableVerifiedCache || ic.NoLeeway || deprecated != nil {
+		t.Errorf("verified_cache: false: cache off %v, no leeway %v, deprecated %q; want off, the default leeway, no deprecation", ic.DisableVerifiedCache, ic.NoLeeway, deprecated)
+	}
+	ic = compile(head + "leeway: 3s, verified_cache_size: 7}\n")
+	if ic.Leeway != 3*time.Second || ic.NoLeeway || ic.VerifiedCacheSize != 7 || ic.DisableVerifiedCache {
 		t.Errorf("given: leeway %s, cache %d", ic.Leeway, ic.VerifiedCacheSize)
 	}
 }

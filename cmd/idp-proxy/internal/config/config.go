@@ -108,9 +108,14 @@ type IDP struct {
 	// key set waits for it, while the first fetch is under way (then
 	// 503). [5s]
 	FirstKeysWait time.Duration `mapstructure:"first_keys_wait"`
-	Leeway        time.Duration `mapstructure:"leeway"` // [10s]; 0 = none
-	// VerifiedCacheSize bounds the cache of verified tokens; 0 disables
-	// it. [10000]
+	// Leeway is the clock skew tolerated; a written 0 is none
+	// (idp.Config.NoLeeway). [10s]
+	Leeway time.Duration `mapstructure:"leeway"`
+	// VerifiedCache turns the cache of verified tokens on. [true]
+	VerifiedCache bool `mapstructure:"verified_cache"`
+	// VerifiedCacheSize bounds that cache. A written 0 is the former
+	// spelling of verified_cache: false, still accepted with a
+	// deprecation warning. [10000]
 	VerifiedCacheSize int `mapstructure:"verified_cache_size"`
 	// Claims says where the identity is read from a token.
 	Claims Claims `mapstructure:"claims"`
@@ -216,6 +221,7 @@ func Default() File {
 			UnknownKIDWait: id.UnknownKIDWait,
 			FirstKeysWait:  id.FirstKeysWait,
 
+			VerifiedCache:     !id.DisableVerifiedCache,
 			VerifiedCacheSize: id.VerifiedCacheSize,
 			Claims:            Claims{Preset: string(idp.PresetKeycloak)},
 			IssuerName:        id.IssuerName,
@@ -251,4 +257,13 @@ func Default() File {
 			DPoPAcceptedKeyFiles: []string{},
 		},
 	}
+}
+
+// VerifiedCacheEntries is the number of entries the verified-token cache
+// may hold: idp.verified_cache_size, or 0 when the cache is off.
+func (i IDP) VerifiedCacheEntries() int {
+	if !i.VerifiedCache || i.VerifiedCacheSize <= 0 {
+		return 0
+	}
+	return i.VerifiedCacheSize
 }

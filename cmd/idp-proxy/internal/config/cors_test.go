@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -51,7 +50,7 @@ func TestCORSCheckPositions(t *testing.T) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}
-	var ke *proxy.KeyError
+	var ke *KeyError
 	if !errors.As(err, &ke) || !strings.HasPrefix(ke.Key, "routes[") {
 		t.Errorf("not a *KeyError of a route: %v", err)
 	}
@@ -114,7 +113,7 @@ func TestReadmeCORSSnippet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugin, err := idp.New(context.Background(), c.IDP)
+	plugin, err := idp.New(t.Context(), c.IDP)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,12 +21,14 @@
 // its default and a key that is written is the value used. A zero written
 // for a duration or size that cannot be zero (timeouts, jwks_cache_ttl,
 // pool, header and body sizes, listen, log) selects the default, as the
-// owning package reads its zero value. Three keys have a meaningful zero
-// and say so in config.example.yaml: server.drain_delay: 0 is no delay,
-// idp.leeway: 0 no leeway and idp.verified_cache_size: 0 no cache.
-// pkg/idp spells the last two "none" as a
-// negative value (its zero means "default" for Go callers), so the file's
-// zero becomes pkg/idp's negative in exactly one place, idpNone; a
+// owning package reads its zero value. Two keys have a meaningful zero
+// and say so in config.example.yaml: server.drain_delay: 0 is no delay
+// and idp.leeway: 0 no leeway, which reaches pkg/idp as its switch
+// idp.Config.NoLeeway (its zero Leeway is the default). The verified-token
+// cache is turned off by its own switch, idp.verified_cache: false
+// (idp.Config.DisableVerifiedCache); idp.verified_cache_size: 0, the
+// former spelling, still does, and Compile lists it in
+// Compiled.Deprecated, which serve logs and check-config prints. A
 // negative value in the file is an error, as before.
 //
 // Errors that concern one setting are *KeyError values naming its key

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/idp-proxy/idp-proxy/pkg/idp"
+	"github.com/idp-proxy/idp-proxy/pkg/proxy"
 )
 
 // keyFlags are the command-line flags that set a key (idp-proxy's
@@ -20,32 +21,13 @@ var keyFlags = map[string]string{
 // KeyFlag returns the flag that sets key, or "".
 func KeyFlag(key string) string { return keyFlags[key] }
 
-// sessionFieldKeys are the session section's keys of idp.ConfigError
-// fields that idp-proxy spells differently.
-var sessionFieldKeys = map[string]string{
-	"session.previous_secrets": "session.previous_secrets_file",
-}
-
-// idpFieldKey returns idp-proxy's key of an idp.ConfigError's field:
-// "session." fields are the session section's, the others the idp
-// section's; "" when idp-proxy has no such key.
-func idpFieldKey(field string, known []string) string {
-	key := "idp." + field
-	if strings.HasPrefix(field, "session.") {
-		key = field
-		if k, ok := sessionFieldKeys[field]; ok {
-			key = k
-		}
-	}
-	if field == "" || !slices.Contains(known, key) {
-		return ""
-	}
-	return key
-}
-
 // explain rewrites the problems Compile found so that each names where
-// it is set: idp.Config's problems (*idp.ConfigError) become *KeyError
-// values under their key ("idp.realm: realm is required"), and a missing
+// it is set: the libraries' problems, which name Go fields
+// (*proxy.FieldError, *idp.ConfigError), become *KeyError values under
+// the file's keys (fileKey), worded with them: pkg/proxy's as
+// "proxy: " and the reason ("proxy: routes[0] \"/api/\": cors:
+// allowed_origins ..."), pkg/idp's as "proxy: ", the key and the reason
+// ("proxy: idp.realm: realm is required"); and a missing
 // required key says in which file and with which environment variable
 // (or flag) to set it. Without a file, a first line says that none was
 // given.
@@ -54,7 +36,6 @@ func (f File) explain(errs []error) []error {
 	for _, e := range errs {
 		flat = append(flat, flatten(e)...)
 	}
-	known := knownKeys()
 	missing := false
 	for i, e := range flat {
 		var ke *KeyError
@@ -65,15 +46,10 @@ func (f File) explain(errs []error) []error {
 			}
 			continue
 		}
-		var ce *idp.ConfigError
-		if !errors.As(e, &ce) {
+		ke = libraryProblem(e)
+		if ke == nil {
 			continue
 		}
-		key := idpFieldKey(ce.Field, known)
-		if key == "" {
-			continue
-		}
-		ke = &KeyError{Key: key, Missing: ce.Missing, Err: &idpProblem{msg: "proxy: " + key + ": " + ce.Problem, err: e}}
 		if ke.Missing {
 			flat[i] = f.whereToSet(ke)
 			missing = true
@@ -85,6 +61,29 @@ func (f File) explain(errs []error) []error {
 		flat = append([]error{fmt.Errorf("proxy: no configuration file was given (--config FILE, or %s; config.example.yaml documents every key): only the defaults, the environment and the flags were read", EnvConfigFile)}, flat...)
 	}
 	return flat
+}
+
+// libraryProblem returns a problem of pkg/proxy or pkg/idp (a
+// *proxy.FieldError, which *idp.ConfigError is too) as a *KeyError of the
+// file's key, worded with the file's keys; nil for another error, or one
+// of a field the file has no key for.
+func libraryProblem(e error) *KeyError {
+	fe, ok := e.(*proxy.FieldError)
+	if !ok && errors.Is(e, idp.ErrConfig) {
+		ok = errors.As(e, &fe) // pkg/idp's, possibly wrapped
+	}
+	if !ok {
+		return nil
+	}
+	key := fileKey(fe.Field)
+	if key == "" {
+		return nil
+	}
+	msg := "proxy: " + fe.ReasonNaming(fileKey)
+	if errors.Is(e, idp.ErrConfig) {
+		msg = "proxy: " + key + ": " + fe.ReasonNaming(fileKey)
+	}
+	return &KeyError{Key: key, Also: fileKeys(fe.Also), Missing: fe.Missing, Err: &idpProblem{msg: msg, err: e}}
 }
 
 // whereToSet adds to a "... is required" problem where to set its key:

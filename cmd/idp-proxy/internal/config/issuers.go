@@ -82,7 +82,10 @@ func (f File) locate(err error) error {
 		var ke *KeyError
 		switch {
 		case errors.As(e, &ice):
-			key := fmt.Sprintf("idp.issuers[%d].%s", ice.Index, ice.Field)
+			key := fileKey(fmt.Sprintf("Issuers[%d].%s", ice.Index, ice.Field))
+			if key == "" {
+				key = fmt.Sprintf("idp.issuers[%d]", ice.Index)
+			}
 			leaves[i] = &KeyError{Key: key, Err: f.at(key, e)}
 			changed = true
 		case errors.As(e, &ke) && (routeIssuersKey.MatchString(ke.Key) || ke.Key == "idp.issuer_name" || strings.HasPrefix(ke.Key, "tls.")):

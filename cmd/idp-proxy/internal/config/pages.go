@@ -73,11 +73,12 @@ func (p Pages) load() (*idp.Pages, error) {
 			errs = append(errs, e)
 			continue
 		}
-		msg := ce.Problem
-		if ce.Field == "pages.logo" {
-			msg = fmt.Sprintf("pages.logo %s: %s", p.Logo, strings.TrimPrefix(ce.Problem, "pages.logo: "))
+		key := fileKey(ce.Field)
+		msg := ce.Reason
+		if key == "pages.logo" {
+			msg = fmt.Sprintf("pages.logo %s: %s", p.Logo, strings.TrimPrefix(ce.Reason, "pages.logo: "))
 		}
-		errs = append(errs, keyErrorf(keys(ce.Field), "%s", msg))
+		errs = append(errs, keyErrorf(keys(key), "%s", msg))
 	}
 	return nil, errors.Join(errs...)
 }

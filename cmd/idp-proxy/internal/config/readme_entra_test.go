@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,12 +44,12 @@ func TestReadmeEntraSnippetNamesTheUser(t *testing.T) {
 	srv := idptest.NewServer(t, idptest.Options{PlainIssuer: true})
 	ic := c.IDP
 	ic.IssuerURL, ic.IncludeRoutes, ic.Session = srv.Issuer, false, nil
-	p, err := idp.New(context.Background(), ic)
+	p, err := idp.New(t.Context(), ic)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if err := p.WaitReady(context.Background()); err != nil {
+	if err := p.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	const oid = "f3b5a9d2-4c1e-4f6a-9b7d-2e8c1a0d5a11"
@@ -59,7 +58,7 @@ func TestReadmeEntraSnippetNamesTheUser(t *testing.T) {
 		"oid": oid, "tid": "00000000-0000-0000-0000-000000000000", "azp": "22222222-2222-2222-2222-222222222222",
 		"preferred_username": "alice@contoso.com", "name": "Alice Example", "roles": []any{"Links.Create"}, "scp": "Links.Read",
 	})
-	id, err := p.VerifyIdentity(context.Background(), tok)
+	id, err := p.VerifyIdentity(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}

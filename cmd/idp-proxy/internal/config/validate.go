@@ -50,7 +50,7 @@ func (f File) validate() error {
 		bad(keys("idp.leeway"), "idp.leeway must not be negative, got %s", f.IDP.Leeway)
 	}
 	if f.IDP.VerifiedCacheSize < 0 {
-		bad(keys("idp.verified_cache_size"), "idp.verified_cache_size must not be negative (0 disables the cache), got %d", f.IDP.VerifiedCacheSize)
+		bad(keys("idp.verified_cache_size"), "idp.verified_cache_size must not be negative (idp.verified_cache: false turns the cache off), got %d", f.IDP.VerifiedCacheSize)
 	}
 	if (f.TLS.CertFile == "") != (f.TLS.KeyFile == "") {
 		bad(keys("tls.cert_file", "tls.key_file"), "tls.cert_file and tls.key_file go together: set both or neither")

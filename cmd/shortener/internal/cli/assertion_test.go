@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -165,7 +164,7 @@ func TestTrustIssuerBehindProxy(t *testing.T) {
 	pc := proxy.DefaultConfig()
 	pc.Upstream.URL, pc.Upstream.Credential, pc.Upstream.Audience = up.URL, proxy.CredentialAssertion, "shortener"
 	pc.Assertion.IssuerURL, pc.Assertion.KeyFile = issuerURL, filepath.Join(t.TempDir(), "keys.pem")
-	plugin, err := idp.New(context.Background(), idp.Config{ServerURL: provider.URL, Realm: provider.Realm, ClientID: "shortener", OptionalAudiences: []string{"account"}})
+	plugin, err := idp.New(t.Context(), idp.Config{ServerURL: provider.URL, Realm: provider.Realm, ClientID: "shortener", OptionalAudiences: []string{"account"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idp-proxy/idp-proxy/internal/testsupport"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/boltstore"
 	"github.com/idp-proxy/idp-proxy/pkg/shortener/memstore"
@@ -45,7 +46,7 @@ func TestDefaults(t *testing.T) {
 	want := config{Listen: "127.0.0.1:8000", Store: "bolt:./data/shortener.db", LogFormat: "auto", LogLevel: slog.LevelInfo,
 		AccessLog: true, IdentityHeader: "X-Auth-Request-User", AssertionHeader: "X-Auth-Request-Assertion", ShutdownTimeout: 25 * time.Second,
 		DrainDelay: 5 * time.Second, StoreTimeout: 5 * time.Second,
-		CacheSize: 100_000, CacheTTL: 5 * time.Second, CacheStaleIfError: time.Minute, MetricsListen: "127.0.0.1:9091",
+		Cache: true, CacheSize: 100_000, CacheTTL: 5 * time.Second, CacheStaleIfError: time.Minute, MetricsListen: "127.0.0.1:9091",
 		CustomCodes: true, Page: true, LoginURL: "/auth/login?return_to=/", RolesHeader: "X-Auth-Request-Roles",
 		UsernameHeader:     "X-Auth-Request-Preferred-Username",
 		VisitFlushInterval: time.Second, VisitStats: true, VisitRetentionDays: 30,
@@ -163,7 +164,7 @@ func TestIdentityHeaderTrustedOnlyWhenTold(t *testing.T) {
 		if rec.Code != 201 || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
 			t.Fatalf("POST = %d %s", rec.Code, rec.Body)
 		}
-		l, _ := st.Get(context.Background(), body.ShortCode)
+		l, _ := st.Get(t.Context(), body.ShortCode)
 		want := ""
 		if trust {
 			want = "alice"
@@ -178,7 +179,7 @@ func TestIdentityHeaderTrustedOnlyWhenTold(t *testing.T) {
 // stop function and the log buffer.
 func startRun(t *testing.T, cfg config) (string, func() error, *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	logs := &syncBuffer{}
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)
@@ -244,7 +245,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Get(context.Background(), c.ShortCode); err != nil {
+	if _, err := s.Get(t.Context(), c.ShortCode); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -337,22 +338,8 @@ func TestGracefulShutdownFinishesInFlight(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is the shared log sink safe for concurrent writers.
+type syncBuffer = testsupport.SyncBuffer
 
 // A value that looks like a PostgreSQL DSN is never a bbolt file named
 // like it: it is PostgreSQL, or an error that says what is wrong (the
@@ -423,4 +410,20 @@ func FuzzParseStore(f *testing.F) {
 			}
 		}
 	})
+}
+
+// --cache=false is the redirect cache's switch; the size keeps its
+// default, so that zero is never needed to mean "off".
+func TestCacheSwitch(t *testing.T) {
+	cfg, err := capture(t, "--cache=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cache || cfg.CacheSize != 100_000 {
+		t.Fatalf("--cache=false: cache %v, size %d; want off, the default size", cfg.Cache, cfg.CacheSize)
+	}
+	t.Setenv("SHORTENER_CACHE", "false")
+	if cfg, err = capture(t); err != nil || cfg.Cache {
+		t.Fatalf("SHORTENER_CACHE=false: cache %v, %v", cfg.Cache, err)
+	}
 }

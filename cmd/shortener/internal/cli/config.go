@@ -36,7 +36,8 @@ type config struct {
 	ShutdownTimeout time.Duration
 	DrainDelay      time.Duration // on SIGTERM: /health fails, listener still accepts
 	StoreTimeout    time.Duration // bound of each store call
-	CacheSize       int           // links kept in the redirect cache; 0 = none
+	Cache           bool          // keep found links in the redirect cache
+	CacheSize       int           // links kept in it; 0 (deprecated) = no cache
 	CacheTTL        time.Duration // how long a cached link is served
 	// CacheStaleIfError: how long past CacheTTL a cached link is served
 	// while the store fails; 0 never.
@@ -92,6 +93,7 @@ func loadConfig(v *viper.Viper) (config, error) {
 	}
 	cfg := config{
 		Listen:         v.GetString("listen"),
+		Cache:          getBool("cache"),
 		Store:          v.GetString("store"),
 		BaseURL:        v.GetString("base-url"),
 		LogFormat:      strings.ToLower(v.GetString("log-format")),

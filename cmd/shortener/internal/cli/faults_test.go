@@ -93,7 +93,7 @@ func TestFrozenPostgresAnswers503WithinStoreTimeout(t *testing.T) {
 func TestDrainOnSIGTERM(t *testing.T) {
 	cfg := baseConfig("memory:")
 	cfg.DrainDelay = time.Second
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	logs := &syncBuffer{}
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)

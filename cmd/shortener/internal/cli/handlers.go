@@ -47,12 +47,15 @@ func newAPI(cfg config, store shortener.Store, plugin *idp.Plugin, geo *visitinf
 	if cfg.ClientIPHeader != "" {
 		hopts.ClientIP = shortener.ClientIPFromHeader(cfg.ClientIPHeader)
 	}
+	if cfg.CacheSize == 0 {
+		log.Warn("deprecated configuration: --cache-size 0 (SHORTENER_CACHE_SIZE=0) turns the redirect cache off: use --cache=false (SHORTENER_CACHE=false)")
+	}
 	staleIfError := cfg.CacheStaleIfError
 	if staleIfError == 0 {
 		staleIfError = -1 // the flag's 0 is "never"; the option's is its default
 	}
 	svc, err = shortener.New(store, shortener.Options{
-		BaseURL: cfg.BaseURL, Logger: log, Cache: cfg.CacheSize > 0, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL, CacheStaleIfError: staleIfError,
+		BaseURL: cfg.BaseURL, Logger: log, Cache: cfg.Cache && cfg.CacheSize > 0, CacheSize: cfg.CacheSize, CacheTTL: cfg.CacheTTL, CacheStaleIfError: staleIfError,
 		CustomCodes: cfg.CustomCodes, VisitFlushInterval: cfg.VisitFlushInterval,
 		StoreTimeout: cfg.StoreTimeout, TracerProvider: cfg.tracerProvider,
 		VisitStats: cfg.VisitStats, VisitRetention: time.Duration(cfg.VisitRetentionDays) * 24 * time.Hour,

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -41,7 +40,7 @@ func TestIDPFlags(t *testing.T) {
 // redirects and health stay public, and an identity header is ignored.
 func TestInProcessIDP(t *testing.T) {
 	srv := idptest.NewServer(t)
-	p, err := idp.New(context.Background(), idp.Config{
+	p, err := idp.New(t.Context(), idp.Config{
 		ServerURL: srv.URL, Realm: srv.Realm, ClientID: "shortener", OptionalAudiences: []string{"account"},
 	})
 	if err != nil {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -64,7 +63,7 @@ func TestLinksBehindProxy(t *testing.T) {
 // cookie.
 func TestLinksInProcess(t *testing.T) {
 	srv := idptest.NewServer(t)
-	p, err := idp.New(context.Background(), idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: "shortener",
+	p, err := idp.New(t.Context(), idp.Config{ServerURL: srv.URL, Realm: srv.Realm, ClientID: "shortener",
 		TokenLocation: tokenLocation("cookie")})
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ func TestVisitStatsFlags(t *testing.T) {
 			t.Fatalf("redirect: %d", rec.Code)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if err := svc.Flush(ctx); err != nil {
 		t.Fatal(err)
