@@ -58,6 +58,10 @@ func TestIngressDPoP_RFC9449_4_3(t *testing.T) {
 			"server_url: http://keycloak:8080", "server_url: "+provider.URL,
 			"metrics_listen: 127.0.0.1:9180", "metrics_listen: \"\"",
 			"routes:\n", "routes:\n  - match: /dpop/\n    dpop: required\n",
+			// The shipped file gives the app an assertion instead of the
+			// token; this test is about the token and its proof going on.
+			"credential: assertion", "credential: forward",
+			"audience: shortener", "",
 		).Replace(cfg)
 		path := filepath.Join(t.TempDir(), "idp-proxy.yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
