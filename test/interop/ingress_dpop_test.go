@@ -57,6 +57,8 @@ func TestIngressDPoP_RFC9449_4_3(t *testing.T) {
 		cfg = strings.NewReplacer(
 			"server_url: http://keycloak:8080", "server_url: "+provider.URL,
 			"metrics_listen: 127.0.0.1:9180", "metrics_listen: \"\"",
+			// Not the shipped relative path: the test must not write into the tree.
+			"key_file: assertion-keys.pem", "key_file: "+filepath.Join(t.TempDir(), "assertion-keys.pem"),
 			"routes:\n", "routes:\n  - match: /dpop/\n    dpop: required\n",
 			// The shipped file gives the app an assertion instead of the
 			// token; this test is about the token and its proof going on.

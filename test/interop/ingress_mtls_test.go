@@ -112,6 +112,8 @@ func TestIngressCertBoundToken_RFC8705_3(t *testing.T) {
 			"server_url: http://keycloak:8080", "server_url: "+idpSrv.URL,
 			"realm: demo", "realm: "+idpSrv.Realm,
 			"metrics_listen: 127.0.0.1:9180", "metrics_listen: \"\"",
+			// Not the shipped relative path: the test must not write into the tree.
+			"key_file: assertion-keys.pem", "key_file: "+filepath.Join(t.TempDir(), "assertion-keys.pem"),
 			"header: ssl-client-cert\n  format: pem", "header: "+header+"\n  format: "+format,
 		).Replace(cfg)
 		path := filepath.Join(t.TempDir(), "idp-proxy.yaml")
