@@ -3,12 +3,7 @@ package idp
 import (
 	"bytes"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rsa"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,7 +43,7 @@ func newSessionDPoP(keys []crypto.Signer) (*sessionDPoP, error) {
 		if k == nil {
 			return nil, fmt.Errorf("key %d is nil", i+1)
 		}
-		alg, err := proofAlg(k.Public())
+		alg, err := dpop.KeyAlgorithm(k.Public())
 		if err != nil {
 			return nil, fmt.Errorf("key %d: %w", i+1, err)
 		}
@@ -62,29 +57,6 @@ func newSessionDPoP(keys []crypto.Signer) (*sessionDPoP, error) {
 		s.jkts = append(s.jkts, jkt)
 	}
 	return s, nil
-}
-
-// proofAlg is the JWS algorithm dpop.NewProof signs with for pub.
-func proofAlg(pub crypto.PublicKey) (string, error) {
-	switch k := pub.(type) {
-	case *ecdsa.PublicKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return "ES256", nil
-		case elliptic.P384():
-			return "ES384", nil
-		case elliptic.P521():
-			return "ES512", nil
-		}
-	case *rsa.PublicKey:
-		if k.N.BitLen() >= 2048 {
-			return "RS256", nil
-		}
-		return "", errors.New("an RSA key of fewer than 2048 bits")
-	case ed25519.PublicKey:
-		return "EdDSA", nil
-	}
-	return "", fmt.Errorf("unsupported key type %T: want ECDSA (P-256, P-384, P-521), RSA or Ed25519", pub)
 }
 
 // owns reports whether jkt is the thumbprint of one of the keys.

@@ -17,6 +17,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/idp-proxy/idp-proxy/pkg/idp/dpop"
 )
 
 // NotBeforeHeader is the PEM header of a key block giving the time (RFC
@@ -66,7 +68,7 @@ func ParseKeys(data []byte) ([]Key, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: block %d: unsupported key type %T", ErrKeys, n, k)
 		}
-		if _, err := algorithm(s.Public()); err != nil {
+		if _, err := dpop.KeyAlgorithm(s.Public()); err != nil {
 			return nil, fmt.Errorf("%w: block %d: %w", ErrKeys, n, err)
 		}
 		key := Key{Signer: s}
@@ -153,31 +155,6 @@ func createKeyFile(path string) error {
 	return os.Link(tmp.Name(), path) // fails with ErrExist when another replica won
 }
 
-// algorithm is the JWS algorithm of a public key: ES256/384/512 by curve,
-// RS256 for RSA (2048 bits at least), EdDSA for Ed25519.
-func algorithm(pub crypto.PublicKey) (string, error) {
-	switch k := pub.(type) {
-	case *ecdsa.PublicKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return "ES256", nil
-		case elliptic.P384():
-			return "ES384", nil
-		case elliptic.P521():
-			return "ES512", nil
-		}
-		return "", errors.New("unsupported ECDSA curve")
-	case *rsa.PublicKey:
-		if k.N.BitLen() < 2048 {
-			return "", errors.New("RSA key shorter than 2048 bits")
-		}
-		return "RS256", nil
-	case ed25519.PublicKey:
-		return "EdDSA", nil
-	}
-	return "", fmt.Errorf("unsupported key type %T", pub)
-}
-
 // jwk is a public key as a JWK (RFC 7517) with its kid, alg and use.
 type jwk struct {
 	Kty string `json:"kty"`
@@ -194,7 +171,7 @@ type jwk struct {
 // publicJWK returns pub as a JWK whose kid is its RFC 7638 thumbprint, so
 // that every replica names a key alike without configuration.
 func publicJWK(pub crypto.PublicKey) (jwk, error) {
-	alg, err := algorithm(pub)
+	alg, err := dpop.KeyAlgorithm(pub)
 	if err != nil {
 		return jwk{}, err
 	}

@@ -3,7 +3,6 @@ package dpop
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -43,7 +42,7 @@ func NewProof(key crypto.Signer, p ProofParams) (string, error) {
 	}
 	alg := p.Alg
 	if alg == "" {
-		if alg, err = defaultAlg(pub); err != nil {
+		if alg, err = KeyAlgorithm(pub); err != nil {
 			return "", err
 		}
 	}
@@ -92,25 +91,6 @@ func NewProof(key crypto.Signer, p ProofParams) (string, error) {
 		return "", err
 	}
 	return input + "." + enc(sig), nil
-}
-
-func defaultAlg(pub crypto.PublicKey) (string, error) {
-	switch k := pub.(type) {
-	case *ecdsa.PublicKey:
-		switch k.Curve.Params().Name {
-		case "P-256":
-			return "ES256", nil
-		case "P-384":
-			return "ES384", nil
-		case "P-521":
-			return "ES512", nil
-		}
-	case *rsa.PublicKey:
-		return "RS256", nil
-	case ed25519.PublicKey:
-		return "EdDSA", nil
-	}
-	return "", errUnsupportedKey
 }
 
 // sign signs input with key as alg does: a JWS ECDSA signature is r||s,
