@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Colors are the built-in page's colours, each a CSS colour: "#0b57d0",
@@ -39,8 +40,12 @@ var colorVars = []struct {
 
 // cssColor is what a colour may be: a hex colour, a named colour, or a
 // colour function of numbers, units, "/" and "none". Nothing else can
-// reach the stylesheet (no ";", "}", quotes or "<").
-var cssColor = regexp.MustCompile(`^(#([0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})|[a-zA-Z]{3,30}|(rgba?|hsla?|hwb|lab|lch|oklab|oklch)\([0-9a-zA-Z.,%/ +-]{1,80}\))$`)
+// reach the stylesheet (no ";", "}", quotes or "<"). Compiled on first
+// use: most processes configure no colours, and every binary that links
+// pkg/idp would otherwise compile it at start.
+var cssColor = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(#([0-9a-fA-F]{3,4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})|[a-zA-Z]{3,30}|(rgba?|hsla?|hwb|lab|lch|oklab|oklch)\([0-9a-zA-Z.,%/ +-]{1,80}\))$`)
+})
 
 // rootRule returns the :root rule that sets the colours of c (key is
 // "colors" or "dark_colors", for the errors), "" when c sets none.
@@ -51,7 +56,7 @@ func (c Colors) rootRule(key string, errs *[]error) string {
 		if val == "" {
 			continue
 		}
-		if !cssColor.MatchString(val) {
+		if !cssColor().MatchString(val) {
 			*errs = append(*errs, &OptionError{Option: key + "." + v.key,
 				Err: fmt.Errorf("%q is not a CSS colour: want #rgb, #rrggbb, a colour name or a colour function such as rgb(11 87 208)", val)})
 			continue
@@ -65,7 +70,9 @@ func (c Colors) rootRule(key string, errs *[]error) string {
 }
 
 // cssURL finds url(...) and @import in a stylesheet.
-var cssURL = regexp.MustCompile(`(?i)url\(\s*['"]?\s*([^'")\s]*)|@import`)
+var cssURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)url\(\s*['"]?\s*([^'")\s]*)|@import`)
+})
 
 // stylesheet returns the page's stylesheet: the built-in one, the colours
 // (dark after light, so that they win in dark mode), then the
@@ -101,7 +108,7 @@ func checkStyle(file string, style []byte) []error {
 		if strings.Contains(strings.ToLower(line), "</style") {
 			errs = append(errs, fmt.Errorf("%s:%d: \"</style\" would end the page's <style> element", file, i+1))
 		}
-		for _, m := range cssURL.FindAllStringSubmatch(line, -1) {
+		for _, m := range cssURL().FindAllStringSubmatch(line, -1) {
 			if m[0] == "@import" || strings.EqualFold(m[0], "@import") {
 				errs = append(errs, fmt.Errorf("%s:%d: @import: the page loads no other stylesheet (its Content-Security-Policy blocks it): put the rules in this file", file, i+1))
 			} else if !strings.HasPrefix(strings.ToLower(m[1]), "data:image/") {
