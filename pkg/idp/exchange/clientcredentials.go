@@ -60,24 +60,12 @@ type ClientCredentials struct {
 
 // NewClientCredentials returns the token source of o.
 func NewClientCredentials(o ClientCredentialsOptions) (*ClientCredentials, error) {
-	if err := checkClient(o.ClientID, o.ClientSecret); err != nil {
+	if err := clientDefaults(o.ClientID, o.ClientSecret, &o.AuthStyle, &o.HTTPClient, &o.Margin, &o.Now); err != nil {
 		return nil, err
-	}
-	if o.AuthStyle == oauth2.AuthStyleAutoDetect {
-		o.AuthStyle = oauth2.AuthStyleInHeader
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
 	ep, err := newEndpoint(o.TokenURL, o.Issuer, o.HTTPClient)
 	if err != nil {
 		return nil, err
-	}
-	if o.Margin == 0 {
-		o.Margin = DefaultMargin
-	}
-	if o.Now == nil {
-		o.Now = time.Now
 	}
 	c := &ClientCredentials{ep: ep, client: o.HTTPClient, margin: o.Margin, now: o.Now,
 		conf: clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret,

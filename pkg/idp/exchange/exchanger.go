@@ -125,29 +125,40 @@ var ErrOptions = errors.New("exchange: invalid options")
 
 // New returns an Exchanger.
 func New(o Options) (*Exchanger, error) {
-	if err := checkClient(o.ClientID, o.ClientSecret); err != nil {
+	if err := clientDefaults(o.ClientID, o.ClientSecret, &o.AuthStyle, &o.HTTPClient, &o.Margin, &o.Now); err != nil {
 		return nil, err
-	}
-	if o.AuthStyle == oauth2.AuthStyleAutoDetect {
-		o.AuthStyle = oauth2.AuthStyleInHeader
-	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
 	}
 	ep, err := newEndpoint(o.TokenURL, o.Issuer, o.HTTPClient)
 	if err != nil {
 		return nil, err
 	}
-	if o.Margin == 0 {
-		o.Margin = DefaultMargin
-	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	return &Exchanger{o: o, ep: ep, cache: newCache(o.CacheSize)}, nil
+}
+
+// clientDefaults checks the confidential client and fills the defaults
+// the exchange and the client-credentials source share:
+// client_secret_basic, an HTTP client bounded by DefaultHTTPTimeout,
+// DefaultMargin and time.Now.
+func clientDefaults(id, secret string, style *oauth2.AuthStyle, hc **http.Client, margin *time.Duration, now *func() time.Time) error {
+	if err := checkClient(id, secret); err != nil {
+		return err
+	}
+	if *style == oauth2.AuthStyleAutoDetect {
+		*style = oauth2.AuthStyleInHeader
+	}
+	if *hc == nil {
+		*hc = &http.Client{Timeout: DefaultHTTPTimeout}
+	}
+	if *margin == 0 {
+		*margin = DefaultMargin
+	}
+	if *now == nil {
+		*now = time.Now
+	}
+	return nil
 }
 
 // checkClient reports a client without an ID or a secret.
