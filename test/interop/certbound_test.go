@@ -14,9 +14,6 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,11 +95,10 @@ func TestInteropCertificateBoundServiceToken_RFC8705_3(t *testing.T) {
 		t.Fatalf("the provider's token: cnf %v, want x5t#S256 %s", c["cnf"], x5t)
 	}
 
-	_, proxyBin := binaries(t)
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	upstream, _ := startShortener(t, "--trust-identity-headers", "--base-url", "http://"+proxyAddr)
-	cfg := proxyYAMLHead(proxyAddr, opsAddr, upstream, realmYAML(p.ServerURL()), "http://"+proxyAddr,
+	yaml := proxyYAMLHead(proxyAddr, opsAddr, upstream, realmYAML(p.ServerURL()), "http://"+proxyAddr,
 		"  optional_audiences: ["+mtlsClientID+"]\n") + `routes:
   - match: POST /shorten
     roles: [creator]
@@ -114,13 +110,7 @@ client_cert:
 log:
   format: json
 `
-	path := filepath.Join(t.TempDir(), "idp-proxy.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(proxyBin, "serve", "--config", path)
-	cmd.Env = cleanEnv()
-	waitHTTP(t, startProc(t, "idp-proxy", cmd), "http://"+opsAddr+"/readyz", http.StatusOK)
+	startProxyYAML(t, "idp-proxy", yaml, opsAddr)
 
 	target := "http://" + proxyAddr + "/shorten"
 	link := map[string]string{"url": "https://example.com/mtls-interop"}

@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -166,11 +165,10 @@ func TestInteropDPoPBoundServiceToken_RFC9449_5_7(t *testing.T) {
 		t.Fatalf("the provider's token: cnf %v typ %v, want cnf.jkt %s typ DPoP", c["cnf"], c["typ"], jkt)
 	}
 
-	_, proxyBin := binaries(t)
 	proxyAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	opsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	upstream, _ := startShortener(t, "--trust-identity-headers", "--base-url", "http://"+proxyAddr)
-	cfg := proxyYAMLHead(proxyAddr, opsAddr, upstream, realmYAML(p.ServerURL()), "http://"+proxyAddr,
+	yaml := proxyYAMLHead(proxyAddr, opsAddr, upstream, realmYAML(p.ServerURL()), "http://"+proxyAddr,
 		"  optional_audiences: ["+dpopClientID+"]\n") + `routes:
   - match: POST /shorten
     roles: [creator]
@@ -179,14 +177,7 @@ default_policy: deny
 log:
   format: json
 `
-	path := filepath.Join(t.TempDir(), "idp-proxy.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(proxyBin, "serve", "--config", path)
-	cmd.Env = cleanEnv()
-	pp := startProc(t, "idp-proxy", cmd)
-	waitHTTP(t, pp, "http://"+opsAddr+"/readyz", http.StatusOK)
+	startProxyYAML(t, "idp-proxy", yaml, opsAddr)
 
 	target := "http://" + proxyAddr + "/shorten"
 	link := map[string]string{"url": "https://example.com/dpop-interop"}
